@@ -1,0 +1,218 @@
+"""The one place that opens persistence: checkpointer, store and Chroma index.
+
+Embedded default: SQLite checkpointer and SQLite store under a home directory, with an
+embedded Chroma beside them. With a Postgres URL: `PostgresSaver` and `PostgresStore` on a
+connection pool. With a Chroma host: a `chroma run` server instead of embedded Chroma.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from memory.embeddings import make_embedder
+from memory.index import ChromaIndex
+
+log = logging.getLogger(__name__)
+_POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
+
+
+class BackendUnavailable(RuntimeError):
+    """A database or index could not be opened."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """Where memory lives.
+
+    Attributes:
+        home: Directory of the embedded default (SQLite files and embedded Chroma).
+        database_url: A `postgresql://` URL; when set, Postgres replaces SQLite.
+        chroma_path: Embedded Chroma directory; defaults to `<home>/chroma`.
+        chroma_host: A `chroma run` server; when set, it replaces embedded Chroma.
+        chroma_port: Port of the Chroma server.
+        embeddings: Embeddings spec (`local` or `openai:<model>`).
+        embeddings_base_url: Endpoint for `openai:` embeddings.
+        embeddings_api_key: Key for `openai:` embeddings.
+    """
+
+    home: str = ".memory-agent"
+    database_url: str | None = None
+    chroma_path: str | None = None
+    chroma_host: str | None = None
+    chroma_port: int = 8000
+    embeddings: str = "local"
+    embeddings_base_url: str | None = None
+    embeddings_api_key: str | None = None
+
+    def describe(self) -> str:
+        """Return a one-line description without credentials."""
+        db = _redact(self.database_url) if self.database_url else f"SQLite in {self.home}"
+        index = (
+            f"Chroma server {self.chroma_host}:{self.chroma_port}"
+            if self.chroma_host
+            else f"embedded Chroma in {self.resolved_chroma_path()}"
+        )
+        return f"{db}; {index}; embeddings {self.embeddings}"
+
+    def resolved_chroma_path(self) -> str:
+        """Return the embedded Chroma directory."""
+        return self.chroma_path or os.path.join(self.home, "chroma")
+
+
+@dataclass
+class Backends:
+    """What a running agent persists to."""
+
+    checkpointer: Any
+    store: Any
+    index: ChromaIndex
+    config: BackendConfig
+
+
+def open_index(config: BackendConfig) -> ChromaIndex:
+    """Open the Chroma index the config names."""
+    embedder = make_embedder(
+        config.embeddings,
+        base_url=config.embeddings_base_url,
+        api_key=config.embeddings_api_key,
+    )
+    if config.chroma_host:
+        return ChromaIndex.open(embedder, host=config.chroma_host, port=config.chroma_port)
+    path = config.resolved_chroma_path()
+    os.makedirs(path, exist_ok=True)
+    return ChromaIndex.open(embedder, path=path)
+
+
+def _redact(url: str) -> str:
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return url
+
+
+def _pg_error(config: BackendConfig, exc: BaseException) -> BackendUnavailable:
+    return BackendUnavailable(
+        f"cannot connect to Postgres at {_redact(config.database_url or '')}: {exc}. "
+        "Check DATABASE_URL / POSTGRES_URI, or unset them to use the embedded SQLite default."
+    )
+
+
+@contextmanager
+def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Backends]:
+    """Open sync backends (for scripts and the sync memory service).
+
+    Args:
+        config: Where memory lives.
+        setup: Create Postgres tables first (SQLite tables are always created).
+
+    Raises:
+        BackendUnavailable: If Postgres cannot be reached.
+    """
+    index = open_index(config)
+    if config.database_url:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.store.postgres import PostgresStore
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        pool = ConnectionPool(
+            config.database_url,
+            kwargs={**_POOL_KWARGS, "row_factory": dict_row},
+            open=False,
+            min_size=1,
+            max_size=8,
+        )
+        try:
+            pool.open(wait=True, timeout=5)
+        except Exception as exc:
+            pool.close()
+            raise _pg_error(config, exc) from exc
+        try:
+            saver, store = PostgresSaver(pool), PostgresStore(pool)  # type: ignore[arg-type]
+            if setup:
+                saver.setup()
+                store.setup()
+            yield Backends(saver, store, index, config)
+        finally:
+            pool.close()
+        return
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.sqlite import SqliteStore
+
+    os.makedirs(config.home, exist_ok=True)
+    cconn = sqlite3.connect(os.path.join(config.home, "checkpoints.sqlite"), check_same_thread=False)
+    sconn = sqlite3.connect(
+        os.path.join(config.home, "store.sqlite"), check_same_thread=False, isolation_level=None
+    )
+    try:
+        saver = SqliteSaver(cconn)
+        sstore = SqliteStore(sconn)
+        saver.setup()
+        sstore.setup()
+        yield Backends(saver, sstore, index, config)
+    finally:
+        cconn.close()
+        sconn.close()
+
+
+@asynccontextmanager
+async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> AsyncIterator[Backends]:
+    """Open async backends (for running the graph with `ainvoke` / `astream`).
+
+    Args:
+        config: Where memory lives.
+        setup: Create Postgres tables first (SQLite tables are always created).
+
+    Raises:
+        BackendUnavailable: If Postgres cannot be reached.
+    """
+    import asyncio
+
+    index = await asyncio.to_thread(open_index, config)
+    if config.database_url:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            config.database_url,
+            kwargs={**_POOL_KWARGS, "row_factory": dict_row},
+            open=False,
+            min_size=1,
+            max_size=8,
+        )
+        try:
+            await pool.open(wait=True, timeout=5)
+        except Exception as exc:
+            await pool.close()
+            raise _pg_error(config, exc) from exc
+        try:
+            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+            store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
+            if setup:
+                await saver.setup()
+                await store.setup()
+            yield Backends(saver, store, index, config)
+        finally:
+            await pool.close()
+        return
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    os.makedirs(config.home, exist_ok=True)
+    async with (
+        AsyncSqliteSaver.from_conn_string(os.path.join(config.home, "checkpoints.sqlite")) as saver,
+        AsyncSqliteStore.from_conn_string(os.path.join(config.home, "store.sqlite")) as astore,
+    ):
+        await saver.setup()
+        await astore.setup()
+        yield Backends(saver, astore, index, config)

@@ -1,0 +1,44 @@
+"""The memory block: the one place that formats recalled memories for a prompt."""
+
+from __future__ import annotations
+
+from memory.records import MemoryRecord
+
+BLOCK_OPEN = "<memories>"
+BLOCK_CLOSE = "</memories>"
+
+
+def format_line(record: MemoryRecord) -> str:
+    """Return one labelled line: kind, when it was said, where, and the quoted content.
+
+    The content is JSON-quoted so that a memory is always data, never an instruction.
+    """
+    said = (record.source.said_at or record.created_at).date().isoformat()
+    where = f"thread {record.source.thread_id}" if record.source.thread_id else record.source.via
+    label = record.kind
+    if record.kind == "event" and record.valid_from is not None:
+        label = f"event on {record.valid_from.date().isoformat()}"
+    quoted = record.content.replace("\\", "\\\\").replace('"', '\\"')
+    return f'- [{label} · said {said} · {where} · confidence {record.confidence:.2f}] "{quoted}"'
+
+
+def format_block(records: list[MemoryRecord]) -> str:
+    """Return the memory block for the system prompt, or an empty string when nothing was recalled."""
+    if not records:
+        return ""
+    lines = [BLOCK_OPEN, *(format_line(r) for r in records), BLOCK_CLOSE]
+    return "\n".join(lines)
+
+
+def parse_block(text: str) -> list[str]:
+    """Return the quoted contents of a memory block found in text (used by the offline model)."""
+    start, end = text.find(BLOCK_OPEN), text.find(BLOCK_CLOSE)
+    if start < 0 or end < 0:
+        return []
+    out = []
+    for line in text[start + len(BLOCK_OPEN) : end].splitlines():
+        line = line.strip()
+        if line.startswith("- [") and line.endswith('"') and '] "' in line:
+            body = line[line.index('] "') + 3 : -1]
+            out.append(body.replace('\\"', '"').replace("\\\\", "\\"))
+    return out

@@ -1,0 +1,157 @@
+"""The memory record, its identity rules and the one namespace helper."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Kind = Literal["fact", "preference", "event"]
+Status = Literal["active", "candidate", "superseded", "forgotten"]
+KINDS: tuple[Kind, ...] = ("fact", "preference", "event")
+NAMESPACE_ROOT = "memories"
+MAX_USER_ID_CHARS = 128
+
+# Letters and digits of any script, plus a few separators. `.` is the store's namespace
+# separator and `/` a path separator, so both are refused rather than silently rewritten.
+_USER_ID_RE = re.compile(r"^[\w\-@+:]+$")
+
+
+class InvalidUserId(ValueError):
+    """A user id that cannot name a memory namespace."""
+
+
+def utcnow() -> datetime:
+    """Return the current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def check_user_id(user_id: object) -> str:
+    """Validate a user id and return it normalized.
+
+    Args:
+        user_id: The id as it came from the runtime context, a CLI flag or an API call.
+
+    Returns:
+        The id in Unicode NFC form.
+
+    Raises:
+        InvalidUserId: If the id is empty, too long or has characters outside
+            letters, digits, `_`, `-`, `@`, `+` and `:`.
+    """
+    if not isinstance(user_id, str) or not user_id.strip():
+        raise InvalidUserId(
+            "user_id is empty: pass the user through the run context, e.g. "
+            "context={'user_id': 'alice'}"
+        )
+    norm = unicodedata.normalize("NFC", user_id.strip())
+    if len(norm) > MAX_USER_ID_CHARS:
+        raise InvalidUserId(f"user_id is {len(norm)} characters; the limit is {MAX_USER_ID_CHARS}")
+    if not _USER_ID_RE.match(norm):
+        bad = sorted({c for c in norm if not _USER_ID_RE.match(c)})
+        raise InvalidUserId(
+            f"user_id {user_id!r} contains {''.join(bad)!r}: use letters, digits "
+            "(any script), '_', '-', '@', '+' or ':'"
+        )
+    return norm
+
+
+def namespace(user_id: str, kind: str | None = None) -> tuple[str, ...]:
+    """Return the store namespace of a user's memories, or of one kind of them.
+
+    This is the only place a namespace is built, for reads and writes alike.
+    """
+    label = check_user_id(user_id)
+    return (NAMESPACE_ROOT, label) if kind is None else (NAMESPACE_ROOT, label, kind)
+
+
+def user_key(user_id: str) -> str:
+    """Return a short stable hash of a user id, safe for index collection names."""
+    return hashlib.sha256(check_user_id(user_id).encode()).hexdigest()[:24]
+
+
+def normalize_text(text: str) -> str:
+    """Fold a sentence for duplicate detection: NFKC, lower case, no punctuation or spaces."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if ch.isalnum())
+
+
+def stable_id(*parts: str) -> str:
+    """Return a deterministic record id, so replaying the same turn writes the same keys."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, "\x1f".join(parts)).hex
+
+
+class Source(BaseModel):
+    """Where a memory came from: provenance back to the checkpointer."""
+
+    thread_id: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    said_at: datetime | None = None
+    via: str = "conversation"
+    """`conversation`, `cli`, `api` or `import`."""
+
+
+class HistoryEntry(BaseModel):
+    """One past state of a memory, kept when it is reinforced, superseded or forgotten."""
+
+    at: datetime
+    action: str
+    content: str
+    confidence: float
+    status: Status
+    record_id: str | None = None
+
+
+class MemoryRecord(BaseModel):
+    """One long-term memory of one user.
+
+    The same `id` is the store key and the Chroma id.
+    """
+
+    id: str
+    user_id: str
+    agent_id: str = "memory-agent"
+    scope: str = "user"
+    kind: Kind
+    subject: str
+    content: str
+    value: Any = None
+    confidence: float = Field(default=0.8, ge=0.0, le=1.0)
+    source: Source = Field(default_factory=Source)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    expires_at: datetime | None = None
+    status: Status = "active"
+    supersedes: str | None = None
+    superseded_by: str | None = None
+    history: list[HistoryEntry] = Field(default_factory=list)
+    hits: int = 0
+    last_recalled_at: datetime | None = None
+
+    def is_recallable(self, now: datetime) -> bool:
+        """Return True if this record may be shown to the model at `now`."""
+        if self.status != "active":
+            return False
+        return self.expires_at is None or self.expires_at > now
+
+    def to_store(self) -> dict[str, Any]:
+        """Return the JSON-safe dict written to the store."""
+        return self.model_dump(mode="json")
+
+    def snapshot(self, action: str, at: datetime) -> HistoryEntry:
+        """Return a history entry describing this record as it is now."""
+        return HistoryEntry(
+            at=at,
+            action=action,
+            content=self.content,
+            confidence=self.confidence,
+            status=self.status,
+            record_id=self.id,
+        )

@@ -1,0 +1,439 @@
+"""The memory service: every read and write of long-term memory goes through here.
+
+The logic is synchronous; each `a*` method runs it in a worker thread so that async
+callers (graph nodes, servers) never block their event loop on SQLite, Postgres or Chroma.
+Any `BaseStore` works: sync stores directly, async ones through their thread-safe sync API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+from langgraph.store.base import BaseStore
+
+from memory.extraction import CandidateMemory, Extraction, event_expiry
+from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable
+from memory.lifecycle import Change, forget, forget_targets, reconcile
+from memory.records import (
+    KINDS,
+    NAMESPACE_ROOT,
+    Kind,
+    MemoryRecord,
+    Source,
+    check_user_id,
+    namespace,
+    normalize_text,
+    stable_id,
+    utcnow,
+)
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+T = TypeVar("T")
+PAGE = 500
+THREADS_ROOT = "threads"
+REPAIR_ROOT = "index_repair"
+
+
+class MemoryNotFound(KeyError):
+    """No memory with that id exists for that user."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A memory returned by search, with its score."""
+
+    record: MemoryRecord
+    score: float
+
+
+def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    wrapper.__doc__ = f"Async form of `{fn.__name__}` (runs it in a worker thread)."
+    return wrapper
+
+
+class MemoryService:
+    """Long-term memory of many users: store first, index second, store-checked reads."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        index: ChromaIndex | None,
+        *,
+        agent_id: str = "memory-agent",
+        checkpointer: Any | None = None,
+    ) -> None:
+        """Create a service.
+
+        Args:
+            store: The source of truth (any LangGraph `BaseStore`).
+            index: The Chroma index for semantic recall; None recalls by words from the store.
+            agent_id: Recorded on every memory this service writes.
+            checkpointer: If given, `delete_user` also deletes the user's threads from it.
+        """
+        self.store = store
+        self.index = index
+        self.agent_id = agent_id
+        self.checkpointer = checkpointer
+
+    # --- reads -----------------------------------------------------------------------------
+
+    def get(self, user_id: str, memory_id: str) -> MemoryRecord:
+        """Return one memory of a user, whatever its status.
+
+        Raises:
+            MemoryNotFound: If the user has no memory with that id.
+        """
+        for kind in KINDS:
+            item = self.store.get(namespace(user_id, kind), memory_id)
+            if item is not None:
+                rec = MemoryRecord.model_validate(item.value)
+                if rec.user_id == check_user_id(user_id):
+                    return rec
+        raise MemoryNotFound(f"user {user_id!r} has no memory {memory_id!r}")
+
+    def list(
+        self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
+    ) -> list[MemoryRecord]:
+        """Return a user's memories, newest first.
+
+        Args:
+            user_id: Whose memories.
+            include_inactive: Also return superseded, forgotten and expired ones.
+            kind: Only this kind.
+        """
+        now = utcnow()
+        ns = namespace(user_id, kind)
+        out: list[MemoryRecord] = []
+        offset = 0
+        while True:
+            items = self.store.search(ns, limit=PAGE, offset=offset)
+            for item in items:
+                rec = MemoryRecord.model_validate(item.value)
+                if include_inactive or rec.is_recallable(now):
+                    out.append(rec)
+            if len(items) < PAGE:
+                break
+            offset += PAGE
+        out.sort(key=lambda r: r.updated_at, reverse=True)
+        return out
+
+    def search(
+        self, user_id: str, query: str, k: int = 8, *, now: datetime | None = None
+    ) -> list[Recalled]:
+        """Return up to `k` active memories of a user relevant to `query`.
+
+        Every index hit is re-read from the store; hits whose record is missing, not
+        active, expired or owned by someone else are dropped. If the index is down, recall
+        falls back to matching words over the user's records in the store.
+        """
+        user_id = check_user_id(user_id)
+        now = now or utcnow()
+        if k <= 0:
+            return []
+        if self.index is not None and query.strip():
+            try:
+                return self._dense_search(user_id, query, k, now)
+            except IndexMismatch:
+                raise
+            except IndexUnavailable as exc:
+                log.warning("index unavailable, recalling from the store: %s", exc)
+        return self._store_search(user_id, query, k, now)
+
+    def _dense_search(self, user_id: str, query: str, k: int, now: datetime) -> list[Recalled]:
+        assert self.index is not None
+        vector = self.index.embedder.embed([query])[0]
+        hits = self.index.query(user_id, vector, k * 3 + 10)
+        out: list[Recalled] = []
+        seen: set[str] = set()
+        for hit in hits:
+            if hit.kind not in KINDS:
+                continue
+            item = self.store.get(namespace(user_id, hit.kind), hit.id)
+            if item is None:
+                continue
+            rec = MemoryRecord.model_validate(item.value)
+            if rec.user_id != user_id or not rec.is_recallable(now):
+                continue
+            key = normalize_text(rec.content)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Recalled(rec, hit.similarity))
+            if len(out) >= k:
+                break
+        return out
+
+    def _store_search(self, user_id: str, query: str, k: int, now: datetime) -> list[Recalled]:
+        q = normalize_text(query)
+        grams = {q[i : i + 2] for i in range(len(q) - 1)} or {q}
+        scored = []
+        for rec in self.list(user_id):
+            text = normalize_text(rec.content)
+            score = sum(g in text for g in grams) / max(len(grams), 1)
+            scored.append(Recalled(rec, score))
+        scored.sort(key=lambda r: (r.score, r.record.updated_at), reverse=True)
+        return scored[:k]
+
+    def export(self, user_id: str) -> list[dict[str, Any]]:
+        """Return all of a user's memories, with history, as JSON-safe dicts."""
+        return [r.to_store() for r in self.list(user_id, include_inactive=True)]
+
+    # --- writes ----------------------------------------------------------------------------
+
+    def add(
+        self,
+        user_id: str,
+        content: str,
+        *,
+        kind: Kind = "fact",
+        subject: str | None = None,
+        value: Any = None,
+        confidence: float = 0.9,
+        event_date: str | None = None,
+        source: Source | None = None,
+    ) -> list[Change]:
+        """Remember one statement, reconciled with what is known (dedupe, supersede)."""
+        cand = CandidateMemory(
+            kind=kind,
+            subject=subject or f"note.{normalize_text(content)[:40] or 'item'}",
+            content=content,
+            value=value,
+            confidence=confidence,
+            event_date=event_date,
+        )
+        return self.save(user_id, Extraction(memories=[cand]), source or Source(via="api"))
+
+    def save(self, user_id: str, extraction: Extraction, source: Source) -> list[Change]:
+        """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
+
+        Writes go to the store first and the index second; an index write that fails is
+        recorded for `reindex` and does not fail the save.
+        """
+        user_id = check_user_id(user_id)
+        now = utcnow()
+        said_at = source.said_at or now
+        changes: list[Change] = []
+        for i, cand in enumerate(extraction.memories):
+            new = self._record(user_id, cand, source, said_at, now, i)
+            related = self._related(user_id, new)
+            step = reconcile(new, related, now)
+            self._write(user_id, [c for c in step if c.action != "unchanged"])
+            changes.extend(step)
+        if extraction.forget:
+            records = self.list(user_id)
+            for req in extraction.forget:
+                step = [forget(r, now) for r in forget_targets(req, records)]
+                self._write(user_id, step)
+                changes.extend(step)
+                records = [r for r in records if r.status == "active"]
+        return changes
+
+    def forget(self, user_id: str, memory_id: str, *, hard: bool = False) -> MemoryRecord:
+        """Forget one memory: soft keeps it in history, hard deletes it from store and index.
+
+        Raises:
+            MemoryNotFound: If the user has no memory with that id.
+        """
+        rec = self.get(user_id, memory_id)
+        if hard:
+            self.store.delete(namespace(user_id, rec.kind), rec.id)
+            self._index_call(user_id, "delete", lambda: self._index_delete(user_id, [rec.id]))
+            return rec
+        change = forget(rec, utcnow())
+        self._write(user_id, [change])
+        return change.record
+
+    def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
+        """Write exported records for a user (their `user_id` is replaced by this one).
+
+        Raises:
+            ValueError: If a row is not a valid memory record (nothing is written then).
+        """
+        user_id = check_user_id(user_id)
+        records = []
+        for n, row in enumerate(rows, 1):
+            try:
+                records.append(MemoryRecord.model_validate({**row, "user_id": user_id}))
+            except Exception as exc:
+                raise ValueError(f"record {n} is not a memory record: {exc}") from exc
+        for rec in records:
+            self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
+        now = utcnow()
+        active = [r for r in records if r.is_recallable(now)]
+        self._index_call(user_id, "upsert", lambda: self._index_upsert(active))
+        return len(records)
+
+    def delete_user(self, user_id: str) -> int:
+        """Delete every memory, vector, repair marker and thread of a user.
+
+        Returns:
+            How many memories were deleted.
+        """
+        user_id = check_user_id(user_id)
+        records = self.list(user_id, include_inactive=True)
+        for rec in records:
+            self.store.delete(namespace(user_id, rec.kind), rec.id)
+        if self.index is not None:
+            self.index.drop_user(user_id)
+        for item in self._all(("index_repair", user_id)):
+            self.store.delete(item.namespace, item.key)
+        threads = self._all((THREADS_ROOT, user_id))
+        if self.checkpointer is not None:
+            for item in threads:
+                self.checkpointer.delete_thread(item.key)
+        for item in threads:
+            self.store.delete(item.namespace, item.key)
+        return len(records)
+
+    def remember_thread(self, user_id: str, thread_id: str) -> None:
+        """Record that a thread belongs to a user, so `delete_user` can delete it."""
+        ns = (THREADS_ROOT, check_user_id(user_id))
+        if self.store.get(ns, thread_id) is None:
+            self.store.put(ns, thread_id, {"thread_id": thread_id, "at": utcnow().isoformat()})
+
+    def threads(self, user_id: str) -> list[str]:
+        """Return the ids of the threads recorded for a user."""
+        return [item.key for item in self._all((THREADS_ROOT, check_user_id(user_id)))]
+
+    def pending_repairs(self, user_id: str) -> int:
+        """Return how many index writes failed for a user and wait for `reindex`."""
+        return len(self._all((REPAIR_ROOT, check_user_id(user_id))))
+
+    def reindex(self, user_id: str | None = None) -> dict[str, int]:
+        """Rebuild the index from the store for one user or all users.
+
+        Returns:
+            Per user, how many vectors were written.
+        """
+        if self.index is None:
+            raise RuntimeError("no index is configured")
+        users = [check_user_id(user_id)] if user_id else self.users()
+        out = {}
+        for uid in users:
+            self.index.drop_user(uid)
+            active = self.list(uid)
+            self.index.upsert(active)
+            for item in self._all((REPAIR_ROOT, uid)):
+                self.store.delete(item.namespace, item.key)
+            out[uid] = len(active)
+        return out
+
+    def users(self) -> list[str]:
+        """Return every user that has memories in the store."""
+        found = self.store.list_namespaces(prefix=(NAMESPACE_ROOT,), max_depth=2, limit=100_000)
+        return sorted({ns[1] for ns in found if len(ns) >= 2})
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _record(
+        self,
+        user_id: str,
+        cand: CandidateMemory,
+        source: Source,
+        said_at: datetime,
+        now: datetime,
+        position: int,
+    ) -> MemoryRecord:
+        event_day = None
+        if cand.kind == "event" and cand.event_date:
+            try:
+                event_day = datetime.fromisoformat(cand.event_date).replace(tzinfo=said_at.tzinfo)
+            except ValueError:
+                log.warning("event_date %r is not an ISO date: ignored", cand.event_date)
+        # Same turn + same statement → same id, so a replayed save writes nothing twice.
+        origin = ",".join(source.message_ids) or f"{said_at.isoformat()}#{position}"
+        rid = stable_id(user_id, cand.kind, cand.subject, normalize_text(cand.content), origin)
+        return MemoryRecord(
+            id=rid,
+            user_id=user_id,
+            agent_id=self.agent_id,
+            kind=cand.kind,
+            subject=cand.subject,
+            content=cand.content,
+            value=cand.value,
+            confidence=cand.confidence,
+            source=source.model_copy(update={"said_at": said_at}),
+            created_at=now,
+            updated_at=now,
+            valid_from=event_day if cand.kind == "event" else said_at,
+            expires_at=event_expiry(event_day, said_at) if cand.kind == "event" else None,
+        )
+
+    def _related(self, user_id: str, new: MemoryRecord) -> list[MemoryRecord]:
+        """Records that share the new one's id, subject or statement."""
+        out = []
+        same_id = self.store.get(namespace(user_id, new.kind), new.id)
+        if same_id is not None:
+            out.append(MemoryRecord.model_validate(same_id.value))
+        key = normalize_text(new.content)
+        for rec in self.list(user_id, kind=new.kind):
+            if rec.id != new.id and (rec.subject == new.subject or normalize_text(rec.content) == key):
+                out.append(rec)
+        return out
+
+    def _write(self, user_id: str, changes: list[Change]) -> None:
+        if not changes:
+            return
+        for c in changes:
+            self.store.put(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
+        now = utcnow()
+        live = [c.record for c in changes if c.record.is_recallable(now)]
+        dead = [c.record.id for c in changes if not c.record.is_recallable(now)]
+        self._index_call(user_id, "upsert", lambda: self._index_upsert(live))
+        self._index_call(user_id, "delete", lambda: self._index_delete(user_id, dead))
+
+    def _index_upsert(self, records: list[MemoryRecord]) -> None:
+        if self.index is not None and records:
+            self.index.upsert(records)
+
+    def _index_delete(self, user_id: str, ids: list[str]) -> None:
+        if self.index is not None and ids:
+            self.index.delete(user_id, ids)
+
+    def _index_call(self, user_id: str, op: str, call: Callable[[], None]) -> None:
+        try:
+            call()
+        except (IndexUnavailable, IndexMismatch) as exc:
+            log.warning("index %s failed, recorded for reindex: %s", op, exc)
+            self.store.put(
+                (REPAIR_ROOT, user_id), stable_id(op, utcnow().isoformat()),
+                {"op": op, "error": str(exc), "at": utcnow().isoformat()},
+            )  # fmt: skip
+
+    def _all(self, ns: tuple[str, ...]) -> list[Any]:
+        out: list[Any] = []
+        offset = 0
+        while True:
+            items = self.store.search(ns, limit=PAGE, offset=offset)
+            out.extend(i for i in items if tuple(i.namespace) == ns)
+            if len(items) < PAGE:
+                return out
+            offset += PAGE
+
+    # --- async forms -----------------------------------------------------------------------
+
+    aget = _in_thread(get)
+    alist = _in_thread(list)
+    asearch = _in_thread(search)
+    aexport = _in_thread(export)
+    aadd = _in_thread(add)
+    asave = _in_thread(save)
+    aforget = _in_thread(forget)
+    aimport_records = _in_thread(import_records)
+    adelete_user = _in_thread(delete_user)
+    aremember_thread = _in_thread(remember_thread)
+    areindex = _in_thread(reindex)
