@@ -1,0 +1,258 @@
+"""The `memory-agent` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from agent.settings import Settings
+from graphs.nodes import InvalidMessage, check_message
+from memory.backends import BackendUnavailable, open_backends
+from memory.index import IndexMismatch, IndexUnavailable
+from memory.records import InvalidUserId, MemoryRecord, check_user_id
+from memory.service import MemoryNotFound, MemoryService
+
+# The CLI must never phone home: Chroma telemetry and LangSmith tracing stay off.
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+USER_ERRORS = (
+    InvalidUserId,
+    InvalidMessage,
+    BackendUnavailable,
+    IndexUnavailable,
+    IndexMismatch,
+    MemoryNotFound,
+    ValueError,
+    FileNotFoundError,
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="memory-agent",
+        description="A LangGraph agent with long-term memory (offline by default).",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="log warnings and details")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="play a scripted conversation that shows memory at work")
+    demo.add_argument("--home", help="data directory (default: $MEMORY_AGENT_HOME/demo)")
+
+    chat = sub.add_parser("chat", help="chat with the agent; /memories, /new, /quit")
+    chat.add_argument("--user", required=True)
+    chat.add_argument("--thread", help="thread id to continue (default: a new one)")
+
+    sub.add_parser("setup", help="create the Postgres tables (the embedded default needs none)")
+
+    reindex = sub.add_parser("reindex", help="rebuild the Chroma index from the store")
+    reindex.add_argument("--user", help="only this user (default: all)")
+
+    mem = sub.add_parser("memories", help="inspect and manage a user's memories")
+    msub = mem.add_subparsers(dest="action", required=True)
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        a = msub.add_parser(name, help=help_text)
+        a.add_argument("--user", required=True)
+        a.add_argument("--json", action="store_true", help="print JSON")
+        return a
+
+    add = action("add", "remember a statement")
+    add.add_argument("text")
+    add.add_argument("--kind", choices=["fact", "preference", "event"], default="fact")
+    add.add_argument("--subject", help="dotted key, e.g. profile.city (same subject supersedes)")
+    add.add_argument("--date", help="event date, YYYY-MM-DD")
+    imp = action("import", "import a JSON-lines file written by export")
+    imp.add_argument("path")
+    lst = action("list", "list active memories")
+    lst.add_argument("--all", action="store_true", help="include superseded, forgotten, expired")
+    show = action("show", "show one memory with provenance and history")
+    show.add_argument("id")
+    search = action("search", "semantic search")
+    search.add_argument("query")
+    search.add_argument("--k", type=int, default=8)
+    forget = action("forget", "forget a memory (soft by default)")
+    forget.add_argument("id")
+    forget.add_argument("--hard", action="store_true", help="delete from store and index")
+    export = action("export", "write all memories with history as JSON lines")
+    export.add_argument("--out", help="file to write (default: stdout)")
+    delete = action("delete-user", "delete every memory and thread of the user")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    return p
+
+
+def _line(rec: MemoryRecord) -> str:
+    when = f" on {rec.valid_from.date()}" if rec.kind == "event" and rec.valid_from else ""
+    status = "" if rec.status == "active" else f" ({rec.status})"
+    return f"{rec.id}  {rec.kind}{when}  {rec.subject}: {rec.content}{status}"
+
+
+def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([r.to_store() for r in records], ensure_ascii=False, indent=2))
+        return
+    if not records:
+        print("(no memories)")
+    for rec in records:
+        print(_line(rec))
+
+
+def _memories(args: argparse.Namespace, settings: Settings) -> int:
+    user = check_user_id(args.user)
+    with open_backends(settings.backend) as b:
+        svc = MemoryService(b.store, b.index, agent_id=settings.agent_id, checkpointer=b.checkpointer)
+        if args.action == "add":
+            changes = svc.add(
+                user, args.text, kind=args.kind, subject=args.subject, event_date=args.date
+            )
+            if args.json:
+                out = [{"action": c.action, "record": c.record.to_store()} for c in changes]
+                print(json.dumps(out, ensure_ascii=False, indent=2))
+            for c in [] if args.json else changes:
+                print(c.describe(), f"(id {c.record.id})")
+        elif args.action == "import":
+            with open(args.path, encoding="utf-8") as fh:
+                rows = [json.loads(line) for line in fh if line.strip()]
+            n = svc.import_records(user, rows)
+            print(json.dumps({"imported": n}) if args.json else f"imported {n} memories for {user}")
+        elif args.action == "list":
+            _print_records(svc.list(user, include_inactive=args.all), args.json)
+        elif args.action == "show":
+            rec = svc.get(user, args.id)
+            if args.json:
+                print(json.dumps(rec.to_store(), ensure_ascii=False, indent=2))
+            else:
+                _show(rec)
+        elif args.action == "search":
+            hits = svc.search(user, args.query, args.k)
+            if args.json:
+                rows = [{"score": h.score, **h.record.to_store()} for h in hits]
+                print(json.dumps(rows, ensure_ascii=False, indent=2))
+            elif not hits:
+                print("(no memories)")
+            for h in [] if args.json else hits:
+                print(f"{h.score:.3f}  {_line(h.record)}")
+        elif args.action == "forget":
+            rec = svc.forget(user, args.id, hard=args.hard)
+            verb = "deleted" if args.hard else "forgot"
+            print(json.dumps({verb: rec.id}) if args.json else f"{verb}: {_line(rec)}")
+        elif args.action == "export":
+            rows = svc.export(user)
+            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            if args.out:
+                with open(args.out, "w", encoding="utf-8") as fh:
+                    fh.write(text)
+                print(f"exported {len(rows)} memories of {user} to {args.out}", file=sys.stderr)
+            else:
+                sys.stdout.write(text)
+        elif args.action == "delete-user":
+            if not args.yes and input(f"delete ALL memories and threads of {user}? [y/N] ") != "y":
+                print("nothing deleted")
+                return 1
+            n = svc.delete_user(user)
+            print(json.dumps({"deleted": n}) if args.json else f"deleted {n} memories of {user}")
+    return 0
+
+
+def _show(rec: MemoryRecord) -> None:
+    print(_line(rec))
+    src = rec.source
+    print(f"  said:       {src.said_at or rec.created_at} via {src.via}")
+    print(f"  thread:     {src.thread_id or '-'}  messages: {', '.join(src.message_ids) or '-'}")
+    print(f"  confidence: {rec.confidence:.2f}  status: {rec.status}  agent: {rec.agent_id}")
+    if rec.expires_at:
+        print(f"  expires:    {rec.expires_at}")
+    if rec.supersedes or rec.superseded_by:
+        print(f"  supersedes: {rec.supersedes or '-'}  superseded by: {rec.superseded_by or '-'}")
+    for h in rec.history:
+        print(f"  history:    {h.at:%Y-%m-%d %H:%M} {h.action}: {h.content} ({h.status})")
+
+
+async def _chat(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.models import OFFLINE_NOTICE
+    from agent.runner import open_session
+
+    user = check_user_id(args.user)
+    thread = args.thread or f"{user}-{uuid.uuid4().hex[:8]}"
+    if settings.model == "offline":
+        print(OFFLINE_NOTICE)
+    async with open_session(settings) as session:
+        print(f"chatting as {user} in thread {thread}; /memories, /new, /quit")
+        while True:
+            try:
+                text = await asyncio.to_thread(input, "you> ")
+            except EOFError:
+                break
+            cmd = text.strip()
+            if cmd in ("/quit", "/exit"):
+                break
+            if cmd == "/new":
+                thread = f"{user}-{uuid.uuid4().hex[:8]}"
+                print(f"new thread {thread}")
+                continue
+            if cmd == "/memories":
+                for rec in await session.service.alist(user):
+                    print(f"  {_line(rec)}")
+                continue
+            try:
+                check_message(text, settings.max_message_chars)
+            except InvalidMessage as exc:
+                print(f"error: {exc}")
+                continue
+            result = await session.turn(user, thread, text)
+            print(f"agent> {result.reply}")
+            for line in result.saved:
+                print(f"  (memory) {line}")
+    return 0
+
+
+async def _setup(settings: Settings) -> int:
+    from memory.backends import aopen_backends
+
+    async with aopen_backends(settings.backend, setup=True):
+        pass
+    print(f"ready: {settings.backend.describe()}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the process exit code."""
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = Settings.from_env()
+        if args.command == "demo":
+            from agent.demo import run_demo
+
+            home = args.home or os.path.join(settings.backend.home, "demo")
+            asyncio.run(run_demo(settings, home=home))
+            return 0
+        if args.command == "chat":
+            return asyncio.run(_chat(args, settings))
+        if args.command == "setup":
+            return asyncio.run(_setup(settings))
+        if args.command == "reindex":
+            with open_backends(settings.backend) as b:
+                done: dict[str, Any] = MemoryService(b.store, b.index).reindex(args.user)
+            for user, n in done.items():
+                print(f"reindexed {n} memories of {user}")
+            return 0
+        return _memories(args, settings)
+    except USER_ERRORS as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,76 @@
+"""Settings, read from the environment once and passed down explicitly."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from memory.backends import BackendConfig
+
+DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name}={raw!r} is not an integer") from exc
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the agent can be configured with (see the README's configuration table).
+
+    Attributes:
+        model: Chat model spec: `offline` or `openai:<model>`.
+        embeddings: Embeddings spec: `local` or `openai:<model>`.
+        openai_api_key: Key for `openai:` specs.
+        openai_base_url: Any OpenAI-compatible server (Ollama, vLLM, DeepSeek, Qwen...).
+        agent_id: Recorded on every memory this agent writes.
+        recall_k: How many memories load_memory puts in the prompt.
+        context_tokens: Token budget of what the chat node sends to the model.
+        max_message_chars: Longest user message accepted.
+        backend: Where memory lives.
+    """
+
+    model: str = "offline"
+    embeddings: str = "local"
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    agent_id: str = "memory-agent"
+    recall_k: int = 8
+    context_tokens: int = 8000
+    max_message_chars: int = 32_000
+    backend: BackendConfig = field(default_factory=BackendConfig)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """Build settings from environment variables."""
+        env = os.environ
+        key = env.get("OPENAI_API_KEY") or None
+        model = env.get("MEMORY_AGENT_MODEL") or (DEFAULT_OPENAI_MODEL if key else "offline")
+        embeddings = env.get("MEMORY_AGENT_EMBEDDINGS") or "local"
+        base_url = env.get("OPENAI_BASE_URL") or None
+        return cls(
+            model=model,
+            embeddings=embeddings,
+            openai_api_key=key,
+            openai_base_url=base_url,
+            agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
+            recall_k=_int("MEMORY_AGENT_RECALL_K", 8),
+            context_tokens=_int("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
+            max_message_chars=_int("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
+            backend=BackendConfig(
+                home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
+                database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,
+                chroma_path=env.get("CHROMA_PATH") or None,
+                chroma_host=env.get("CHROMA_HOST") or None,
+                chroma_port=_int("CHROMA_PORT", 8000),
+                embeddings=embeddings,
+                embeddings_base_url=env.get("MEMORY_AGENT_EMBEDDINGS_BASE_URL") or base_url,
+                embeddings_api_key=key,
+            ),
+        )

@@ -1,0 +1,25 @@
+"""Builds the memory agent's StateGraph from its dependencies."""
+
+from __future__ import annotations
+
+from langgraph.graph import END, START, StateGraph
+
+from graphs.context import Context
+from graphs.nodes import AgentDeps, MemoryNodes
+from graphs.state import InputState, State
+
+
+def make_builder(deps: AgentDeps) -> StateGraph:
+    """Return the uncompiled graph `load_memory → chat → extract → save`."""
+    nodes = MemoryNodes(deps)
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    builder.add_node("load_memory", nodes.load_memory)
+    builder.add_node("chat", nodes.chat)
+    builder.add_node("extract", nodes.extract)
+    builder.add_node("save", nodes.save)
+    builder.add_edge(START, "load_memory")
+    builder.add_edge("load_memory", "chat")
+    builder.add_edge("chat", "extract")
+    builder.add_edge("extract", "save")
+    builder.add_edge("save", END)
+    return builder

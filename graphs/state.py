@@ -1,0 +1,35 @@
+"""Graph state of the memory agent."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+
+class InputState(TypedDict, total=False):
+    """What a caller sends in a turn."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    """The thread's messages; send the new user message."""
+
+    turn_time: str | None
+    """ISO time the message was said; defaults to now. Lets imports and demos backdate turns."""
+
+
+class State(InputState, total=False):
+    """Full state: the thread plus what this turn recalled and saved."""
+
+    memory_block: str
+    """The labelled memories put in this turn's system prompt."""
+
+    recalled: list[dict[str, Any]]
+    """What load_memory recalled: id, kind, content, score."""
+
+    extraction: dict[str, Any]
+    """What extract found in the latest exchange (the `Extraction` schema)."""
+
+    saved: list[str]
+    """What save did, one line per change."""
