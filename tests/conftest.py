@@ -1,0 +1,50 @@
+"""Shared test setup: offline, no telemetry, every test in its own data directory."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# Set before anything imports chromadb or langsmith: nothing may leave the machine.
+os.environ.update(
+    {
+        "ANONYMIZED_TELEMETRY": "False",
+        "LANGSMITH_TRACING": "false",
+        "LANGCHAIN_TRACING_V2": "false",
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "true",
+        "HF_HUB_OFFLINE": "1",
+    }
+)
+for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "POSTGRES_URI", "CHROMA_HOST",
+            "MEMORY_AGENT_MODEL", "MEMORY_AGENT_EMBEDDINGS"):  # fmt: skip
+    os.environ.pop(var, None)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("MEMORY_AGENT_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def index(tmp_path: Path):
+    from memory.embeddings import make_embedder
+    from memory.index import ChromaIndex
+
+    return ChromaIndex.open(make_embedder("local"), path=str(tmp_path / "chroma"))
+
+
+@pytest.fixture
+def service(index):
+    from langgraph.store.memory import InMemoryStore
+
+    from memory.service import MemoryService
+
+    return MemoryService(InMemoryStore(), index)

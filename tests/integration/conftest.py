@@ -1,0 +1,185 @@
+"""Generic helpers for integration tests that start real servers as subprocesses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+# Variables that would point a server at real services or leak a key into it.
+_LEAKY_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "DATABASE_URL",
+    "POSTGRES_URI",
+    "CHROMA_HOST",
+    "CHROMA_PORT",
+    "LANGSMITH_API_KEY",
+    "LANGCHAIN_API_KEY",
+)
+
+
+def venv_bin(name: str) -> Path:
+    """Return a console script installed next to the running interpreter."""
+    return Path(sys.executable).parent / name
+
+
+def free_port() -> int:
+    """Return a TCP port on loopback that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    """Return this process's environment without keys or remote endpoints, plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
+    env.update(
+        ANONYMIZED_TELEMETRY="False",
+        LANGSMITH_TRACING="false",
+        LANGCHAIN_TRACING_V2="false",
+        NO_PROXY="127.0.0.1,localhost",
+        no_proxy="127.0.0.1,localhost",
+    )
+    env.update(extra)
+    return env
+
+
+class ServerProcess:
+    """A server started in its own process group, logging to a file."""
+
+    def __init__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
+    ) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("wb")
+        # Own session: stopping the group also stops workers the server forks.
+        self.proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        """Return True while the server process runs."""
+        return self.proc.poll() is None
+
+    def log(self, since: int = 0) -> str:
+        """Return the server's output from byte offset `since`."""
+        if not self._log.closed:
+            self._log.flush()
+        with self.log_path.open("rb") as f:
+            f.seek(since)
+            return f.read().decode(errors="replace")
+
+    def log_size(self) -> int:
+        """Return how many bytes the server has logged so far."""
+        return self.log_path.stat().st_size
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Terminate the process group, killing it if it outlives `grace` seconds."""
+        if self.alive():
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=grace)
+            except ProcessLookupError:
+                pass
+        # Workers may outlive a leader that exited on SIGTERM.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._log.close()
+
+
+def wait_http(url: str, timeout: float, *, server: ServerProcess | None = None) -> None:
+    """Poll `url` until it answers 200.
+
+    Raises:
+        RuntimeError: If it does not within `timeout` seconds or `server` exits first;
+            the message carries the server's log.
+    """
+    # No proxy, ever: the servers are on loopback.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline = time.monotonic() + timeout
+    last = "no attempt"
+    while time.monotonic() < deadline:
+        if server is not None and not server.alive():
+            raise RuntimeError(
+                f"server exited with {server.proc.returncode} before {url} answered:\n"
+                + server.log()
+            )
+        try:
+            with opener.open(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+                last = f"HTTP {resp.status}"
+        except (urllib.error.URLError, OSError) as exc:
+            last = f"{exc.__class__.__name__}: {exc}"
+        time.sleep(0.25)
+    logged = server.log() if server is not None else ""
+    raise RuntimeError(f"{url} not ready after {timeout:.0f}s ({last}):\n{logged}")
+
+
+class Servers:
+    """Starts servers for a test module and stops every one of them at teardown."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.started: list[ServerProcess] = []
+
+    free_port = staticmethod(free_port)
+    wait_http = staticmethod(wait_http)
+    bin = staticmethod(venv_bin)
+
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        ready_url: str,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 120.0,
+    ) -> ServerProcess:
+        """Start a server and wait until `ready_url` answers 200."""
+        n = len(self.started)
+        server = ServerProcess(
+            argv,
+            cwd=cwd or self.tmp,
+            env=env if env is not None else offline_env(),
+            log_path=self.tmp / f"server-{n}.log",
+        )
+        self.started.append(server)
+        wait_http(ready_url, timeout, server=server)
+        return server
+
+    def stop_all(self) -> None:
+        """Stop every server this object started."""
+        for server in self.started:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
+    """A module's server starter; whatever it started is stopped when the module ends."""
+    started = Servers(tmp_path_factory.mktemp("servers"))
+    try:
+        yield started
+    finally:
+        started.stop_all()

@@ -1,0 +1,168 @@
+from datetime import UTC, datetime
+
+import pytest
+
+from memory.extraction import CandidateMemory, Extraction, ForgetRequest
+from memory.index import ChromaIndex
+from memory.records import InvalidUserId, MemoryRecord, Source
+from memory.service import MemoryNotFound, MemoryService
+
+
+def contents(hits) -> list[str]:
+    return [h.record.content for h in hits]
+
+
+def test_two_users_with_the_same_name_never_see_each_other(service: MemoryService) -> None:
+    service.add("alice-1", "User's name is Alice.", subject="profile.name")
+    service.add("alice-1", "User lives in Berlin.", subject="profile.city")
+    service.add("alice-2", "User's name is Alice.", subject="profile.name")
+    service.add("alice-2", "User lives in Paris.", subject="profile.city")
+    for uid, own, other in (("alice-1", "Berlin", "Paris"), ("alice-2", "Paris", "Berlin")):
+        hits = service.search(uid, "Where does Alice live?", k=10)
+        text = " ".join(contents(hits))
+        assert own in text and other not in text
+        assert {h.record.user_id for h in hits} == {uid}
+
+
+def test_stale_vector_cannot_resurrect_or_leak(service: MemoryService, index: ChromaIndex) -> None:
+    (added,) = service.add("bob", "User likes jazz.", subject="likes.jazz")
+    service.forget("bob", added.record.id)
+    # Simulate a crash that left the vector behind, and a vector planted in the wrong user's
+    # collection: the store check must drop both.
+    index.upsert([added.record])
+    rogue = added.record.model_copy(update={"user_id": "carol", "id": "rogue"})
+    index.upsert([rogue])
+    assert service.search("bob", "jazz") == []
+    assert service.search("carol", "jazz") == []
+
+
+def test_same_statement_is_reinforced_not_duplicated(service: MemoryService) -> None:
+    first = service.add("dan", "User is vegetarian.", subject="diet.type", confidence=0.8)
+    again = service.add("dan", "User is vegetarian.", subject="diet.type", confidence=0.8)
+    assert [c.action for c in first] == ["added"] and [c.action for c in again] == ["reinforced"]
+    (rec,) = service.list("dan")
+    assert rec.confidence == pytest.approx(0.85)
+    assert [h.action for h in rec.history] == ["reinforced"]
+
+
+def test_new_value_supersedes_and_keeps_history(service: MemoryService) -> None:
+    service.add("erin", "User lives in Berlin.", subject="profile.city", value="Berlin")
+    (added, superseded) = service.add(
+        "erin", "User lives in Munich.", subject="profile.city", value="Munich"
+    )
+    assert (added.action, superseded.action) == ("added", "superseded")
+    assert contents(service.search("erin", "where do I live")) == ["User lives in Munich."]
+    old = service.get("erin", superseded.record.id)
+    assert old.status == "superseded" and old.superseded_by == added.record.id
+    assert old.valid_until is not None
+    assert service.get("erin", added.record.id).supersedes == old.id
+    assert len(service.list("erin", include_inactive=True)) == 2
+
+
+def test_expired_event_leaves_recall_at_read_time(service: MemoryService) -> None:
+    said = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    cand = CandidateMemory(kind="event", subject="event.launch", content="Launch on Wednesday.",
+                           event_date="2026-12-02")  # fmt: skip
+    service.save("fay", Extraction(memories=[cand]), Source(said_at=said))
+    before = service.search("fay", "launch", now=datetime(2026, 12, 2, 12, tzinfo=UTC))
+    after = service.search("fay", "launch", now=datetime(2026, 12, 3, 0, 1, tzinfo=UTC))
+    assert contents(before) == ["Launch on Wednesday."] and after == []
+
+
+def test_replayed_save_writes_nothing_twice(service: MemoryService) -> None:
+    cand = CandidateMemory(kind="fact", subject="profile.city", content="User lives in Oslo.")
+    src = Source(thread_id="t1", message_ids=["m1"], said_at=datetime.now(UTC))
+    service.save("gus", Extraction(memories=[cand]), src)
+    changes = service.save("gus", Extraction(memories=[cand]), src)
+    assert [c.action for c in changes] == ["unchanged"]
+    assert len(service.list("gus", include_inactive=True)) == 1
+
+
+def test_forget_request_from_conversation(service: MemoryService) -> None:
+    service.add("hal", "User lives in Berlin.", subject="profile.city", value="Berlin")
+    service.add("hal", "User likes jazz.", subject="likes.jazz")
+    changes = service.save("hal", Extraction(forget=[ForgetRequest(query="I live in Berlin")]),
+                           Source())  # fmt: skip
+    assert [c.action for c in changes] == ["forgotten"]
+    assert contents(service.search("hal", "Berlin", k=5)) == ["User likes jazz."]
+
+
+def test_hard_forget_removes_store_record_and_vector(service: MemoryService, index) -> None:
+    (c,) = service.add("ida", "User is allergic to peanuts.", subject="health.allergy.peanuts")
+    assert index.ids("ida") == {c.record.id}
+    service.forget("ida", c.record.id, hard=True)
+    assert index.ids("ida") == set()
+    with pytest.raises(MemoryNotFound):
+        service.get("ida", c.record.id)
+    assert service.export("ida") == []
+
+
+def test_export_import_round_trip_moves_memories(service: MemoryService) -> None:
+    service.add("jan", "User lives in Rome.", subject="profile.city")
+    service.add("jan", "User lives in Milan.", subject="profile.city")
+    rows = service.export("jan")
+    assert service.import_records("kim", rows) == 2
+    moved = service.list("kim", include_inactive=True)
+    assert {r.user_id for r in moved} == {"kim"}
+    assert contents(service.search("kim", "city")) == ["User lives in Milan."]
+
+
+def test_import_rejects_bad_rows_and_writes_nothing(service: MemoryService) -> None:
+    with pytest.raises(ValueError, match="record 2"):
+        service.import_records("lee", [service.add("x", "a")[0].record.to_store(), {"id": 1}])
+    assert service.list("lee") == []
+
+
+def test_delete_user_removes_everything(service: MemoryService, index) -> None:
+    service.add("max", "User lives in Oslo.", subject="profile.city")
+    service.remember_thread("max", "thread-1")
+    service.add("ned", "User lives in Oslo.", subject="profile.city")
+    assert service.delete_user("max") == 1
+    assert service.list("max", include_inactive=True) == []
+    assert index.ids("max") == set() and service.threads("max") == []
+    assert len(service.search("ned", "Oslo")) == 1
+
+
+def test_index_down_falls_back_to_store_and_records_repair(service: MemoryService) -> None:
+    service.add("olga", "User lives in Kyiv.", subject="profile.city")
+    service.index._collections.clear()
+
+    class Down:
+        def __getattr__(self, name):
+            raise ConnectionError("chroma is down")
+
+    real = service.index.client
+    service.index.client = Down()
+    try:
+        hits = service.search("olga", "Kyiv")
+        assert contents(hits) == ["User lives in Kyiv."]
+        service.add("olga", "User likes borscht.", subject="likes.borscht")
+        assert service.pending_repairs("olga") == 1
+        assert len(service.list("olga")) == 2  # the store write happened
+    finally:
+        service.index.client = real
+    assert service.reindex("olga") == {"olga": 2}
+    assert service.pending_repairs("olga") == 0
+    assert "User likes borscht." in contents(service.search("olga", "borscht"))
+
+
+def test_invalid_user_is_refused_before_any_write(service: MemoryService) -> None:
+    with pytest.raises(InvalidUserId):
+        service.add("a.b", "x")
+    assert service.users() == []
+
+
+async def test_async_forms_run_the_same_logic(service: MemoryService) -> None:
+    await service.aadd("pia", "用户不吃辣。", subject="diet.avoid.辣", kind="preference")
+    hits = await service.asearch("pia", "推荐一道菜")
+    assert contents(hits) == ["用户不吃辣。"]
+    rec: MemoryRecord = hits[0].record
+    assert (await service.aget("pia", rec.id)).id == rec.id
+
+
+def test_english_query_recalls_chinese_memory(service: MemoryService) -> None:
+    service.add("quinn", "用户对花生过敏。", subject="health.allergy.花生")
+    service.add("quinn", "用户喜欢爵士乐。", subject="likes.爵士乐")
+    service.add("quinn", "用户住在上海。", subject="profile.city")
+    (top, *_) = service.search("quinn", "Does the user have a peanut allergy?", k=3)
+    assert top.record.content == "用户对花生过敏。"
