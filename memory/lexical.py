@@ -64,10 +64,11 @@ _CJK_RANGES = (
     (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
     (0x20000, 0x2FA1F),  # Extensions B..F, compatibility supplement
 )
-_RUN_RE = re.compile(
-    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]+"
-    r"|[^\W_]+(?:['’][^\W_]+)*"
+_CJK_CLASS = (
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
+_CJK_RUN_RE = re.compile(_CJK_CLASS + "+")
+_RUN_RE = re.compile(_CJK_CLASS + "+" + r"|[^\W_]+(?:['’][^\W_]+)*")
 _VOWELS = frozenset("aeiouy")
 
 
@@ -81,12 +82,12 @@ def stem(word: str) -> str:
 
     Not a linguistic stemmer: a consistent key, so that inflected forms share it
     (``baking``/``baked``/``bakes``/``bake`` → ``bak``; ``stories``/``story`` → ``stori``).
-    Words of four letters or fewer, and words with digits, are kept as they are.
+    Words of three letters or fewer, and words with digits, are kept as they are.
     """
-    if len(word) <= 4 or not word.isalpha():
+    if len(word) <= 3 or not word.isalpha():
         return word
     w = word
-    if w.endswith("ies") and len(w) > 5:
+    if w.endswith("ies") and len(w) > 4:
         w = w[:-3] + "i"
     elif w.endswith("sses"):
         w = w[:-2]
@@ -104,9 +105,9 @@ def stem(word: str) -> str:
                 base = base[:-1]
             w = base
             break
-    if w.endswith("y") and len(w) > 4:
+    if w.endswith("y") and len(w) > 3:
         w = w[:-1] + "i"
-    if w.endswith("e") and len(w) > 4:
+    if w.endswith("e") and len(w) > 3:
         w = w[:-1]
     return w
 
@@ -123,6 +124,8 @@ def tokenize(text: str, *, stemming: bool = True, stop_words: frozenset[str] = S
         Terms in text order; repeated terms are kept (BM25 counts them).
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
+    # Space CJK runs off so that a word run never swallows them ("alice喜欢jazz").
+    folded = _CJK_RUN_RE.sub(lambda m: f" {m.group(0)} ", folded)
     out: list[str] = []
     for m in _RUN_RE.finditer(folded):
         run = m.group(0)

@@ -147,6 +147,7 @@ class Servers:
     free_port = staticmethod(free_port)
     wait_http = staticmethod(wait_http)
     bin = staticmethod(venv_bin)
+    env = staticmethod(offline_env)
 
     def start(
         self,
