@@ -106,7 +106,9 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 def _memories(args: argparse.Namespace, settings: Settings) -> int:
     user = check_user_id(args.user)
     with open_backends(settings.backend) as b:
-        svc = MemoryService(b.store, b.index, agent_id=settings.agent_id, checkpointer=b.checkpointer)
+        svc = MemoryService(
+            b.store, b.index, agent_id=settings.agent_id, checkpointer=b.checkpointer
+        )
         if args.action == "add":
             changes = svc.add(
                 user, args.text, kind=args.kind, subject=args.subject, event_date=args.date

@@ -11,19 +11,43 @@ from agent.settings import Settings
 
 # (user, thread, message, what to point out)
 SCRIPT: list[tuple[str, str, str, str]] = [
-    ("alice", "alice-1", "Hi! I'm vegetarian and I live in Berlin.",
-     "alice states two facts in thread alice-1"),
-    ("alice", "alice-2", "Can you suggest a dinner idea for tonight?",
-     "a NEW thread: both facts are recalled"),
-    ("小王", "wang-1", "我叫小王，我不吃辣，下周三我们上线。",
-     "小王 speaks Chinese: a name, a diet rule and a dated plan (an event)"),
-    ("小王", "wang-2", "帮我推荐一个午饭吧，顺便提醒我最近有什么安排？",
-     "a NEW thread: the diet rule and the event (with its date) are recalled"),
-    ("alice", "alice-3", "I moved to Munich.",
-     "alice updates her city: Berlin is superseded, kept in history"),
-    ("alice", "alice-4", "Any restaurant tips near me?",
-     "a NEW thread: only Munich is recalled; nothing of 小王 leaks"),
-]  # fmt: skip
+    (
+        "alice",
+        "alice-1",
+        "Hi! I'm vegetarian and I live in Berlin.",
+        "alice states two facts in thread alice-1",
+    ),
+    (
+        "alice",
+        "alice-2",
+        "Can you suggest a dinner idea for tonight?",
+        "a NEW thread: both facts are recalled",
+    ),
+    (
+        "小王",
+        "wang-1",
+        "我叫小王，我不吃辣，下周三我们上线。",
+        "小王 speaks Chinese: a name, a diet rule and a dated plan (an event)",
+    ),
+    (
+        "小王",
+        "wang-2",
+        "帮我推荐一个午饭吧，顺便提醒我最近有什么安排？",
+        "a NEW thread: the diet rule and the event (with its date) are recalled",
+    ),
+    (
+        "alice",
+        "alice-3",
+        "I moved to Munich.",
+        "alice updates her city: Berlin is superseded, kept in history",
+    ),
+    (
+        "alice",
+        "alice-4",
+        "Any restaurant tips near me?",
+        "a NEW thread: only Munich is recalled; nothing of 小王 leaks",
+    ),
+]
 
 
 def _print_turn(n: int, user: str, thread: str, text: str, note: str) -> None:

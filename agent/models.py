@@ -25,6 +25,7 @@ def make_chat_model(spec: str, settings: Settings) -> BaseChatModel:
 
     Raises:
         ValueError: If the spec is unknown or an `openai:` spec has neither key nor base URL.
+
     """
     if spec == "offline":
         return OfflineChatModel()

@@ -77,7 +77,10 @@ class OfflineChatModel(BaseChatModel):
             items = "；".join(shown)
             return f"（离线模式）根据我记得的：{items} 我会据此回答你的问题：“{question[:200]}”。"
         items = " ".join(m if m.endswith((".", "。", "）", ")")) else m + "." for m in shown)
-        return f"(offline model) Based on what I remember: {items} I'll keep that in mind for: \"{question[:200]}\"."
+        return (
+            f"(offline model) Based on what I remember: {items} "
+            f'I\'ll keep that in mind for: "{question[:200]}".'
+        )
 
     def with_structured_output(  # type: ignore[override]
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
@@ -93,8 +96,11 @@ class OfflineChatModel(BaseChatModel):
             now = datetime.fromisoformat(found.group(1)) if found else datetime.now(UTC)
             parsed = extract_rules(_last_human(messages), now)
             if include_raw:
-                return {"raw": AIMessage(parsed.model_dump_json()), "parsed": parsed,
-                        "parsing_error": None}  # fmt: skip
+                return {
+                    "raw": AIMessage(parsed.model_dump_json()),
+                    "parsed": parsed,
+                    "parsing_error": None,
+                }
             return parsed
 
         return RunnableLambda(run, name="offline_extractor")

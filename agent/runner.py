@@ -13,6 +13,7 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.state import InputState, State
 from memory.backends import Backends, aopen_backends
 from memory.service import MemoryService
 
@@ -31,7 +32,7 @@ class TurnResult:
 class Session:
     """An open graph with its backends and memory service."""
 
-    graph: CompiledStateGraph
+    graph: CompiledStateGraph[State, Context, InputState, State]
     backends: Backends
     service: MemoryService
     settings: Settings
@@ -40,7 +41,7 @@ class Session:
         self, user_id: str, thread_id: str, text: str, *, turn_time: str | None = None
     ) -> TurnResult:
         """Run one user message through the graph and report what happened."""
-        state_in: dict[str, Any] = {"messages": [HumanMessage(text)]}
+        state_in: InputState = {"messages": [HumanMessage(text)]}
         if turn_time:
             state_in["turn_time"] = turn_time
         out = await self.graph.ainvoke(

@@ -34,6 +34,7 @@ class Settings:
         context_tokens: Token budget of what the chat node sends to the model.
         max_message_chars: Longest user message accepted.
         backend: Where memory lives.
+
     """
 
     model: str = "offline"

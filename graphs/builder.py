@@ -9,7 +9,7 @@ from graphs.nodes import AgentDeps, MemoryNodes
 from graphs.state import InputState, State
 
 
-def make_builder(deps: AgentDeps) -> StateGraph:
+def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, State]:
     """Return the uncompiled graph `load_memory → chat → extract → save`."""
     nodes = MemoryNodes(deps)
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)

@@ -33,6 +33,7 @@ def user_of(context: Context | dict | None) -> str:
 
     Raises:
         InvalidUserId: If the run has no context or no valid `user_id` in it.
+
     """
     if context is None:
         raw = None

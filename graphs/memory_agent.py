@@ -16,7 +16,9 @@ from langgraph.graph.state import CompiledStateGraph
 from agent.models import cached_chat_model
 from agent.settings import Settings
 from graphs.builder import make_builder
+from graphs.context import Context
 from graphs.nodes import AgentDeps
+from graphs.state import InputState, State
 from memory.backends import open_index
 from memory.index import ChromaIndex
 
@@ -33,6 +35,7 @@ def make_deps(
         settings: Defaults to `Settings.from_env()`.
         model: A chat model to use instead of the configured spec (e.g. a scripted fake).
         index: A Chroma index to use instead of opening the configured one.
+
     """
     cfg = settings or Settings.from_env()
     lock = threading.Lock()
@@ -64,7 +67,7 @@ def build_graph(
     settings: Settings | None = None,
     model: BaseChatModel | None = None,
     index: ChromaIndex | None = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the memory agent with persistence, for use from an app.
 
     Args:
@@ -73,6 +76,7 @@ def build_graph(
         settings: Defaults to `Settings.from_env()`.
         model: A chat model to use instead of the configured spec.
         index: A Chroma index to use instead of opening the configured one.
+
     """
     deps = make_deps(settings, model=model, index=index)
     return make_builder(deps).compile(checkpointer=checkpointer, store=store, name="memory_agent")

@@ -23,7 +23,7 @@ from langchain_core.messages import (
     SystemMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
-from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 import prompts
@@ -58,6 +58,7 @@ class AgentDeps:
         recall_k: Default number of memories recalled per turn.
         context_tokens: Token budget of one chat call.
         max_message_chars: Longest user message accepted.
+
     """
 
     chat_model: Callable[[str | None], BaseChatModel]
@@ -73,6 +74,7 @@ def check_message(text: str, max_chars: int) -> str:
 
     Raises:
         InvalidMessage: If it is empty or longer than `max_chars`.
+
     """
     if not text or not text.strip():
         raise InvalidMessage("the message is empty: say something to the agent")
@@ -142,10 +144,14 @@ class MemoryNodes:
         return {
             "memory_block": format_block([r.record for r in recalled]),
             "recalled": [
-                {"id": r.record.id, "kind": r.record.kind, "content": r.record.content,
-                 "score": round(r.score, 4)}
+                {
+                    "id": r.record.id,
+                    "kind": r.record.kind,
+                    "content": r.record.content,
+                    "score": round(r.score, 4),
+                }
                 for r in recalled
-            ],  # fmt: skip
+            ],
             "turn_time": now.isoformat(),
         }
 
@@ -193,20 +199,20 @@ class MemoryNodes:
         lang = "zh" if has_cjk(_text(humans[-1])) else "en"
         system = SystemMessage(prompts.render("extract", lang, now=_turn_time(state).isoformat()))
         try:
-            runnable = (await self._model(runtime)).with_structured_output(Extraction, include_raw=True)
+            runnable = (await self._model(runtime)).with_structured_output(
+                Extraction, include_raw=True
+            )
             out = await runnable.ainvoke([system, *exchange])
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}
         return {"extraction": _parsed(out).model_dump()}
 
-    async def save(
-        self, state: State, runtime: Runtime[Context], config: RunnableConfig
-    ) -> dict[str, Any]:
+    async def save(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Reconcile the candidates with what is remembered and write store, then index."""
         user = user_of(runtime.context)
         extraction = coerce_extraction(state.get("extraction") or {})
-        thread_id = str((config.get("configurable") or {}).get("thread_id") or "") or None
+        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "") or None
         humans = _humans(state.get("messages", []))
         source = Source(
             thread_id=thread_id,

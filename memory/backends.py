@@ -39,6 +39,7 @@ class BackendConfig:
         embeddings: Embeddings spec (`local` or `openai:<model>`).
         embeddings_base_url: Endpoint for `openai:` embeddings.
         embeddings_api_key: Key for `openai:` embeddings.
+
     """
 
     home: str = ".memory-agent"
@@ -113,6 +114,7 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
 
     Raises:
         BackendUnavailable: If Postgres cannot be reached.
+
     """
     index = open_index(config)
     if config.database_url:
@@ -134,7 +136,8 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
             pool.close()
             raise _pg_error(config, exc) from exc
         try:
-            saver, store = PostgresSaver(pool), PostgresStore(pool)  # type: ignore[arg-type]
+            saver: Any = PostgresSaver(pool)  # type: ignore[arg-type]
+            store = PostgresStore(pool)  # type: ignore[arg-type]
             if setup:
                 saver.setup()
                 store.setup()
@@ -147,16 +150,18 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
     from langgraph.store.sqlite import SqliteStore
 
     os.makedirs(config.home, exist_ok=True)
-    cconn = sqlite3.connect(os.path.join(config.home, "checkpoints.sqlite"), check_same_thread=False)
+    cconn = sqlite3.connect(
+        os.path.join(config.home, "checkpoints.sqlite"), check_same_thread=False
+    )
     sconn = sqlite3.connect(
         os.path.join(config.home, "store.sqlite"), check_same_thread=False, isolation_level=None
     )
     try:
-        saver = SqliteSaver(cconn)
+        ssaver: Any = SqliteSaver(cconn)
         sstore = SqliteStore(sconn)
-        saver.setup()
+        ssaver.setup()
         sstore.setup()
-        yield Backends(saver, sstore, index, config)
+        yield Backends(ssaver, sstore, index, config)
     finally:
         cconn.close()
         sconn.close()
@@ -172,6 +177,7 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
 
     Raises:
         BackendUnavailable: If Postgres cannot be reached.
+
     """
     import asyncio
 
@@ -195,12 +201,12 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
             await pool.close()
             raise _pg_error(config, exc) from exc
         try:
-            saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+            asaver: Any = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
             store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
             if setup:
-                await saver.setup()
+                await asaver.setup()
                 await store.setup()
-            yield Backends(saver, store, index, config)
+            yield Backends(asaver, store, index, config)
         finally:
             await pool.close()
         return

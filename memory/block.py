@@ -15,7 +15,7 @@ def format_line(record: MemoryRecord) -> str:
     """
     said = (record.source.said_at or record.created_at).date().isoformat()
     where = f"thread {record.source.thread_id}" if record.source.thread_id else record.source.via
-    label = record.kind
+    label: str = record.kind
     if record.kind == "event" and record.valid_from is not None:
         label = f"event on {record.valid_from.date().isoformat()}"
     quoted = record.content.replace("\\", "\\\\").replace('"', '\\"')
@@ -23,7 +23,7 @@ def format_line(record: MemoryRecord) -> str:
 
 
 def format_block(records: list[MemoryRecord]) -> str:
-    """Return the memory block for the system prompt, or an empty string when nothing was recalled."""
+    """Return the memory block for the system prompt ("" when nothing was recalled)."""
     if not records:
         return ""
     lines = [BLOCK_OPEN, *(format_line(r) for r in records), BLOCK_CLOSE]

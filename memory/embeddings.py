@@ -88,6 +88,7 @@ def make_embedder(
 
     Raises:
         ValueError: If the spec names no known embedder.
+
     """
     key = (spec, base_url)
     with _CACHE_LOCK:

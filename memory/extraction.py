@@ -125,7 +125,8 @@ _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
 )
 _TENTATIVE = re.compile(
-    r"\b(maybe|might|perhaps|probably|not sure|i think i|i guess|considering)\b|可能|也许|或许|大概|说不定|考虑",
+    r"\b(maybe|might|perhaps|probably|not sure|i think i|i guess|considering)\b"
+    r"|可能|也许|或许|大概|说不定|考虑",
     re.I,
 )
 _JOBS_EN = (
@@ -162,89 +163,209 @@ def _cand(kind: str, subject: str, content: str, value: str | None, conf: float)
 
 def _like(verb: str, obj: str, zh: bool) -> CandidateMemory:
     obj = _clean(obj)
-    negative = verb in {"hate", "dislike", "can't stand", "don't like", "do not like", "不喜欢",
-                        "讨厌", "不爱"}  # fmt: skip
+    negative = verb in {
+        "hate",
+        "dislike",
+        "can't stand",
+        "don't like",
+        "do not like",
+        "不喜欢",
+        "讨厌",
+        "不爱",
+    }
     if zh:
         content = f"用户{'不喜欢' if negative else '喜欢'}{obj}。"
     else:
         content = f"User {'dislikes' if negative else 'likes'} {obj}."
-    return _cand("preference", f"likes.{_slug(obj)}", content,
-                 "dislike" if negative else "like", 0.85)  # fmt: skip
+    return _cand(
+        "preference", f"likes.{_slug(obj)}", content, "dislike" if negative else "like", 0.85
+    )
 
 
 _EN_RULES: list[Rule] = [
-    (re.compile(r"^(?i:my name is|i'm called|i am called|call me)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"),
-     lambda m: _cand("fact", "profile.name", f"User's name is {m[1]}.", m[1], 0.95)),
-    (re.compile(r"^i(?:'m| am)?\s*(?:live|living|based|now live|currently live) in ([A-Z][\w .'-]*)", re.I),
-     lambda m: _cand("fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(r"^i (?:have |just )?moved to ([A-Z][\w .'-]*)", re.I),
-     lambda m: _cand("fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(r"^i(?:'m| am) from ([A-Z][\w .'-]*)", re.I),
-     lambda m: _cand("fact", "profile.hometown", f"User is from {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(r"^i(?:'m| am) (?:a |an )?(vegetarian|vegan|pescatarian)\b", re.I),
-     lambda m: _cand("preference", "diet.type", f"User is {m[1].lower()}.", m[1].lower(), 0.95)),
-    (re.compile(r"^i(?:'m| am) allergic to (.+)", re.I),
-     lambda m: _cand("fact", f"health.allergy.{_slug(m[1])}",
-                     f"User is allergic to {_clean(m[1])}.", _clean(m[1]), 0.95)),
-    (re.compile(r"^i (?:don't|do not|never|can't|cannot) eat (.+)", re.I),
-     lambda m: _cand("preference", f"diet.avoid.{_slug(m[1])}",
-                     f"User does not eat {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(rf"^i work as (?:a |an )?(.+)", re.I),
-     lambda m: _cand("fact", "work.role", f"User works as {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(rf"^i(?:'m| am) (?:a |an )((?:[\w-]+ ){{0,3}}(?:{_JOBS_EN}))\b(?: (?:at|for) (.+))?", re.I),
-     lambda m: _cand("fact", "work.role",
-                     f"User is a {m[1]}" + (f" at {_clean(m[2])}." if m[2] else "."),
-                     _clean(m[1]), 0.9)),
-    (re.compile(r"^i work (?:at|for) ([A-Z][\w .&'-]*)", re.I),
-     lambda m: _cand("fact", "work.company", f"User works at {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(r"^(?:our|my) (?:tech )?stack is (.+)", re.I),
-     lambda m: _cand("fact", "tech.stack", f"User's tech stack is {_clean(m[1])}.", _clean(m[1]), 0.9)),
-    (re.compile(r"^(?:i|we) (?:mostly |mainly |usually )?(?:use|work with|code in|program in|(?:'m|am|'re|are) using) ([A-Z][\w+#. -]*)", re.I),
-     lambda m: _cand("fact", f"tech.stack.{_slug(m[1])}", f"User uses {_clean(m[1])}.", _clean(m[1]), 0.85)),
-    (re.compile(r"^i (?:really |absolutely |do )?(don't like|do not like|hate|dislike|can't stand) (.+)", re.I),
-     lambda m: _like(m[1].lower(), m[2], zh=False)),
-    (re.compile(r"^i (?:really |absolutely |do )?(like|love|enjoy|adore|prefer) (.+)", re.I),
-     lambda m: _like(m[1].lower(), m[2], zh=False)),
-]  # fmt: skip
+    (
+        re.compile(
+            r"^(?i:my name is|i'm called|i am called|call me)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"
+        ),
+        lambda m: _cand("fact", "profile.name", f"User's name is {m[1]}.", m[1], 0.95),
+    ),
+    (
+        re.compile(
+            r"^i(?:'m| am)?\s*(?:live|living|based|now live|currently live) in ([A-Z][\w .'-]*)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i (?:have |just )?moved to ([A-Z][\w .'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) from ([A-Z][\w .'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "profile.hometown", f"User is from {_clean(m[1])}.", _clean(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) (?:a |an )?(vegetarian|vegan|pescatarian)\b", re.I),
+        lambda m: _cand("preference", "diet.type", f"User is {m[1].lower()}.", m[1].lower(), 0.95),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) allergic to (.+)", re.I),
+        lambda m: _cand(
+            "fact",
+            f"health.allergy.{_slug(m[1])}",
+            f"User is allergic to {_clean(m[1])}.",
+            _clean(m[1]),
+            0.95,
+        ),
+    ),
+    (
+        re.compile(r"^i (?:don't|do not|never|can't|cannot) eat (.+)", re.I),
+        lambda m: _cand(
+            "preference",
+            f"diet.avoid.{_slug(m[1])}",
+            f"User does not eat {_clean(m[1])}.",
+            _clean(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(r"^i work as (?:a |an )?(.+)", re.I),
+        lambda m: _cand("fact", "work.role", f"User works as {_clean(m[1])}.", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(
+            rf"^i(?:'m| am) (?:a |an )((?:[\w-]+ ){{0,3}}(?:{_JOBS_EN}))\b(?: (?:at|for) (.+))?",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact",
+            "work.role",
+            f"User is a {m[1]}" + (f" at {_clean(m[2])}." if m[2] else "."),
+            _clean(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(r"^i work (?:at|for) ([A-Z][\w .&'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "work.company", f"User works at {_clean(m[1])}.", _clean(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^(?:our|my) (?:tech )?stack is (.+)", re.I),
+        lambda m: _cand(
+            "fact", "tech.stack", f"User's tech stack is {_clean(m[1])}.", _clean(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(
+            r"^(?:i|we) (?:mostly |mainly |usually )?"
+            r"(?:use|work with|code in|program in|(?:'m|am|'re|are) using) ([A-Z][\w+#. -]*)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact", f"tech.stack.{_slug(m[1])}", f"User uses {_clean(m[1])}.", _clean(m[1]), 0.85
+        ),
+    ),
+    (
+        re.compile(
+            r"^i (?:really |absolutely |do )?"
+            r"(don't like|do not like|hate|dislike|can't stand) (.+)",
+            re.I,
+        ),
+        lambda m: _like(m[1].lower(), m[2], zh=False),
+    ),
+    (
+        re.compile(r"^i (?:really |absolutely |do )?(like|love|enjoy|adore|prefer) (.+)", re.I),
+        lambda m: _like(m[1].lower(), m[2], zh=False),
+    ),
+]
 
 _ZH_RULES: list[Rule] = [
-    (re.compile(r"^我(?:的名字)?叫([\w·]{1,12})"),
-     lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95)),
-    (re.compile(r"^我的名字是([\w·]{1,12})"),
-     lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95)),
-    (re.compile(r"^我(?:现在|目前)?住在(.+)"),
-     lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9)),
-    (re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+)"),
-     lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9)),
-    (re.compile(r"^我(?:现在|目前)?在(.+?)(?:工作|上班)"),
-     lambda m: _cand("fact", "work.place", f"用户在{_clean(m[1])}工作。", _clean(m[1]), 0.9)),
-    (re.compile(r"^我(?:吃素|是素食(?:主义)?者?)"),
-     lambda m: _cand("preference", "diet.type", "用户吃素。", "vegetarian", 0.95)),
-    (re.compile(r"^我对(.+?)过敏"),
-     lambda m: _cand("fact", f"health.allergy.{_slug(m[1])}", f"用户对{_clean(m[1])}过敏。",
-                     _clean(m[1]), 0.95)),
-    (re.compile(r"^我(?:从来)?(?:不吃|不能吃|忌口)(.+)"),
-     lambda m: _cand("preference", f"diet.avoid.{_slug(m[1])}", f"用户不吃{_clean(m[1])}。",
-                     _clean(m[1]), 0.9)),
-    (re.compile(rf"^我是(?:一名|一个|个|名)?(.{{0,12}}?(?:{_JOBS_ZH}))"),
-     lambda m: _cand("fact", "work.role", f"用户是{_clean(m[1])}。", _clean(m[1]), 0.9)),
-    (re.compile(r"技术栈是(.+)"),
-     lambda m: _cand("fact", "tech.stack", f"用户的技术栈是{_clean(m[1])}。", _clean(m[1]), 0.9)),
-    (re.compile(r"^(?:我|我们)(?:主要|一般|平时|现在)?(?:用|使用|在用)([A-Za-z][A-Za-z0-9+#. ]*)"),
-     lambda m: _cand("fact", f"tech.stack.{_slug(m[1])}", f"用户使用{_clean(m[1])}。",
-                     _clean(m[1]), 0.85)),
-    (re.compile(r"^我(?:很|非常|特别|真的)?(不喜欢|讨厌|不爱)(.+)"),
-     lambda m: _like(m[1], m[2], zh=True)),
-    (re.compile(r"^我(?:很|非常|特别|最|真的)?(喜欢|爱|热爱)(.+)"),
-     lambda m: _like(m[1], m[2], zh=True)),
-]  # fmt: skip
+    (
+        re.compile(r"^我(?:的名字)?叫([\w·]{1,12})"),
+        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
+    ),
+    (
+        re.compile(r"^我的名字是([\w·]{1,12})"),
+        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
+    ),
+    (
+        re.compile(r"^我(?:现在|目前)?住在(.+)"),
+        lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+)"),
+        lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(r"^我(?:现在|目前)?在(.+?)(?:工作|上班)"),
+        lambda m: _cand("fact", "work.place", f"用户在{_clean(m[1])}工作。", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(r"^我(?:吃素|是素食(?:主义)?者?)"),
+        lambda m: _cand("preference", "diet.type", "用户吃素。", "vegetarian", 0.95),
+    ),
+    (
+        re.compile(r"^我对(.+?)过敏"),
+        lambda m: _cand(
+            "fact",
+            f"health.allergy.{_slug(m[1])}",
+            f"用户对{_clean(m[1])}过敏。",
+            _clean(m[1]),
+            0.95,
+        ),
+    ),
+    (
+        re.compile(r"^我(?:从来)?(?:不吃|不能吃|忌口)(.+)"),
+        lambda m: _cand(
+            "preference",
+            f"diet.avoid.{_slug(m[1])}",
+            f"用户不吃{_clean(m[1])}。",
+            _clean(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(rf"^我是(?:一名|一个|个|名)?(.{{0,12}}?(?:{_JOBS_ZH}))"),
+        lambda m: _cand("fact", "work.role", f"用户是{_clean(m[1])}。", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(r"技术栈是(.+)"),
+        lambda m: _cand("fact", "tech.stack", f"用户的技术栈是{_clean(m[1])}。", _clean(m[1]), 0.9),
+    ),
+    (
+        re.compile(
+            r"^(?:我|我们)(?:主要|一般|平时|现在)?(?:用|使用|在用)([A-Za-z][A-Za-z0-9+#. ]*)"
+        ),
+        lambda m: _cand(
+            "fact", f"tech.stack.{_slug(m[1])}", f"用户使用{_clean(m[1])}。", _clean(m[1]), 0.85
+        ),
+    ),
+    (
+        re.compile(r"^我(?:很|非常|特别|真的)?(不喜欢|讨厌|不爱)(.+)"),
+        lambda m: _like(m[1], m[2], zh=True),
+    ),
+    (
+        re.compile(r"^我(?:很|非常|特别|最|真的)?(喜欢|爱|热爱)(.+)"),
+        lambda m: _like(m[1], m[2], zh=True),
+    ),
+]
 
 _FORGET = [
-    re.compile(r"^(?:please |can you |could you )?forget (?:that |about |what i said about )?(.+)", re.I),
+    re.compile(
+        r"^(?:please |can you |could you )?forget (?:that |about |what i said about )?(.+)", re.I
+    ),
     re.compile(r"^(?:请|麻烦)?(?:你)?(?:忘掉|忘记|忘了|删掉|删除)(?:我的|关于)?(.+)"),
     re.compile(r"^(?:请)?别再提(.*?)了?$"),
     re.compile(r"^(?:please )?(?:stop mentioning|don't mention|do not mention) (.+)", re.I),
-]  # fmt: skip
+]
 
 _PLAN = re.compile(
     r"^(?:i|we)\b|^(?:i'm|i am|we're|we are|my|our)\b|^(?:我|我们|咱们)|(?:我|我们|咱们)", re.I
@@ -263,7 +384,9 @@ def _sentences(text: str) -> list[str]:
 
 
 def _clauses(sentence: str) -> list[str]:
-    parts = re.split(r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I)
+    parts = re.split(
+        r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
+    )
     return [p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")]
 
 
@@ -306,6 +429,7 @@ def extract_rules(text: str, now: datetime) -> Extraction:
     Args:
         text: The user's message.
         now: When it was said; relative dates resolve against it.
+
     """
     out = Extraction()
     for sentence in _sentences(text):

@@ -45,6 +45,7 @@ class ChromaIndex:
             client: A `chromadb` client (`PersistentClient` or `HttpClient`).
             embedder: The embedder every vector of this index is made with.
             location: Where the index lives, for error messages.
+
         """
         self.client = client
         self.embedder = embedder
@@ -54,12 +55,18 @@ class ChromaIndex:
 
     @classmethod
     def open(
-        cls, embedder: Embedder, *, path: str | None = None, host: str | None = None, port: int = 8000
+        cls,
+        embedder: Embedder,
+        *,
+        path: str | None = None,
+        host: str | None = None,
+        port: int = 8000,
     ) -> ChromaIndex:
         """Open an embedded index at `path`, or a `chroma run` server at `host:port`.
 
         Raises:
             IndexUnavailable: If the server cannot be reached.
+
         """
         import chromadb
         from chromadb.config import Settings
@@ -128,6 +135,7 @@ class ChromaIndex:
             raise ValueError("upsert takes the records of one user at a time")
         vectors = self.embedder.embed([r.content for r in records])
         col = self._collection(records[0].user_id, create=True)
+        assert col is not None  # create=True always returns a collection
         try:
             col.upsert(
                 ids=[r.id for r in records],
@@ -189,9 +197,7 @@ class ChromaIndex:
             self.client.delete_collection(name)
         except Exception as exc:
             if not _is_not_found(exc):
-                raise IndexUnavailable(
-                    f"{self.location}: {exc.__class__.__name__}: {exc}"
-                ) from exc
+                raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
 
 
 def _is_not_found(exc: Exception) -> bool:

@@ -67,6 +67,7 @@ def reconcile(new: MemoryRecord, existing: list[MemoryRecord], now: datetime) ->
     Returns:
         The changes to write, store first and index second. Replaying the same
         statement (same record id) returns an `unchanged` change.
+
     """
     for old in existing:
         if old.id == new.id:

@@ -43,6 +43,7 @@ def check_user_id(user_id: object) -> str:
     Raises:
         InvalidUserId: If the id is empty, too long or has characters outside
             letters, digits, `_`, `-`, `@`, `+` and `:`.
+
     """
     if not isinstance(user_id, str) or not user_id.strip():
         raise InvalidUserId(

@@ -8,6 +8,7 @@ Any `BaseStore` works: sync stores directly, async ones through their thread-saf
 from __future__ import annotations
 
 import asyncio
+import builtins
 import functools
 import logging
 from collections.abc import Callable, Iterable
@@ -83,6 +84,7 @@ class MemoryService:
             index: The Chroma index for semantic recall; None recalls by words from the store.
             agent_id: Recorded on every memory this service writes.
             checkpointer: If given, `delete_user` also deletes the user's threads from it.
+
         """
         self.store = store
         self.index = index
@@ -96,6 +98,7 @@ class MemoryService:
 
         Raises:
             MemoryNotFound: If the user has no memory with that id.
+
         """
         for kind in KINDS:
             item = self.store.get(namespace(user_id, kind), memory_id)
@@ -107,17 +110,18 @@ class MemoryService:
 
     def list(
         self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
-    ) -> list[MemoryRecord]:
+    ) -> builtins.list[MemoryRecord]:
         """Return a user's memories, newest first.
 
         Args:
             user_id: Whose memories.
             include_inactive: Also return superseded, forgotten and expired ones.
             kind: Only this kind.
+
         """
         now = utcnow()
         ns = namespace(user_id, kind)
-        out: list[MemoryRecord] = []
+        out: builtins.list[MemoryRecord] = []
         offset = 0
         while True:
             items = self.store.search(ns, limit=PAGE, offset=offset)
@@ -133,7 +137,7 @@ class MemoryService:
 
     def search(
         self, user_id: str, query: str, k: int = 8, *, now: datetime | None = None
-    ) -> list[Recalled]:
+    ) -> builtins.list[Recalled]:
         """Return up to `k` active memories of a user relevant to `query`.
 
         Every index hit is re-read from the store; hits whose record is missing, not
@@ -153,11 +157,13 @@ class MemoryService:
                 log.warning("index unavailable, recalling from the store: %s", exc)
         return self._store_search(user_id, query, k, now)
 
-    def _dense_search(self, user_id: str, query: str, k: int, now: datetime) -> list[Recalled]:
+    def _dense_search(
+        self, user_id: str, query: str, k: int, now: datetime
+    ) -> builtins.list[Recalled]:
         assert self.index is not None
         vector = self.index.embedder.embed([query])[0]
         hits = self.index.query(user_id, vector, k * 3 + 10)
-        out: list[Recalled] = []
+        out: builtins.list[Recalled] = []
         seen: set[str] = set()
         for hit in hits:
             if hit.kind not in KINDS:
@@ -177,7 +183,9 @@ class MemoryService:
                 break
         return out
 
-    def _store_search(self, user_id: str, query: str, k: int, now: datetime) -> list[Recalled]:
+    def _store_search(
+        self, user_id: str, query: str, k: int, now: datetime
+    ) -> builtins.list[Recalled]:
         q = normalize_text(query)
         grams = {q[i : i + 2] for i in range(len(q) - 1)} or {q}
         scored = []
@@ -188,7 +196,7 @@ class MemoryService:
         scored.sort(key=lambda r: (r.score, r.record.updated_at), reverse=True)
         return scored[:k]
 
-    def export(self, user_id: str) -> list[dict[str, Any]]:
+    def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
         """Return all of a user's memories, with history, as JSON-safe dicts."""
         return [r.to_store() for r in self.list(user_id, include_inactive=True)]
 
@@ -205,7 +213,7 @@ class MemoryService:
         confidence: float = 0.9,
         event_date: str | None = None,
         source: Source | None = None,
-    ) -> list[Change]:
+    ) -> builtins.list[Change]:
         """Remember one statement, reconciled with what is known (dedupe, supersede)."""
         cand = CandidateMemory(
             kind=kind,
@@ -217,7 +225,7 @@ class MemoryService:
         )
         return self.save(user_id, Extraction(memories=[cand]), source or Source(via="api"))
 
-    def save(self, user_id: str, extraction: Extraction, source: Source) -> list[Change]:
+    def save(self, user_id: str, extraction: Extraction, source: Source) -> builtins.list[Change]:
         """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
 
         Writes go to the store first and the index second; an index write that fails is
@@ -226,7 +234,7 @@ class MemoryService:
         user_id = check_user_id(user_id)
         now = utcnow()
         said_at = source.said_at or now
-        changes: list[Change] = []
+        changes: builtins.list[Change] = []
         for i, cand in enumerate(extraction.memories):
             new = self._record(user_id, cand, source, said_at, now, i)
             related = self._related(user_id, new)
@@ -247,6 +255,7 @@ class MemoryService:
 
         Raises:
             MemoryNotFound: If the user has no memory with that id.
+
         """
         rec = self.get(user_id, memory_id)
         if hard:
@@ -262,6 +271,7 @@ class MemoryService:
 
         Raises:
             ValueError: If a row is not a valid memory record (nothing is written then).
+
         """
         user_id = check_user_id(user_id)
         records = []
@@ -282,6 +292,7 @@ class MemoryService:
 
         Returns:
             How many memories were deleted.
+
         """
         user_id = check_user_id(user_id)
         records = self.list(user_id, include_inactive=True)
@@ -305,7 +316,7 @@ class MemoryService:
         if self.store.get(ns, thread_id) is None:
             self.store.put(ns, thread_id, {"thread_id": thread_id, "at": utcnow().isoformat()})
 
-    def threads(self, user_id: str) -> list[str]:
+    def threads(self, user_id: str) -> builtins.list[str]:
         """Return the ids of the threads recorded for a user."""
         return [item.key for item in self._all((THREADS_ROOT, check_user_id(user_id)))]
 
@@ -318,6 +329,7 @@ class MemoryService:
 
         Returns:
             Per user, how many vectors were written.
+
         """
         if self.index is None:
             raise RuntimeError("no index is configured")
@@ -332,7 +344,7 @@ class MemoryService:
             out[uid] = len(active)
         return out
 
-    def users(self) -> list[str]:
+    def users(self) -> builtins.list[str]:
         """Return every user that has memories in the store."""
         found = self.store.list_namespaces(prefix=(NAMESPACE_ROOT,), max_depth=2, limit=100_000)
         return sorted({ns[1] for ns in found if len(ns) >= 2})
@@ -373,19 +385,21 @@ class MemoryService:
             expires_at=event_expiry(event_day, said_at) if cand.kind == "event" else None,
         )
 
-    def _related(self, user_id: str, new: MemoryRecord) -> list[MemoryRecord]:
-        """Records that share the new one's id, subject or statement."""
+    def _related(self, user_id: str, new: MemoryRecord) -> builtins.list[MemoryRecord]:
+        """Return the records that share the new one's id, subject or statement."""
         out = []
         same_id = self.store.get(namespace(user_id, new.kind), new.id)
         if same_id is not None:
             out.append(MemoryRecord.model_validate(same_id.value))
         key = normalize_text(new.content)
         for rec in self.list(user_id, kind=new.kind):
-            if rec.id != new.id and (rec.subject == new.subject or normalize_text(rec.content) == key):
+            if rec.id != new.id and (
+                rec.subject == new.subject or normalize_text(rec.content) == key
+            ):
                 out.append(rec)
         return out
 
-    def _write(self, user_id: str, changes: list[Change]) -> None:
+    def _write(self, user_id: str, changes: builtins.list[Change]) -> None:
         if not changes:
             return
         for c in changes:
@@ -396,11 +410,11 @@ class MemoryService:
         self._index_call(user_id, "upsert", lambda: self._index_upsert(live))
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, dead))
 
-    def _index_upsert(self, records: list[MemoryRecord]) -> None:
+    def _index_upsert(self, records: builtins.list[MemoryRecord]) -> None:
         if self.index is not None and records:
             self.index.upsert(records)
 
-    def _index_delete(self, user_id: str, ids: list[str]) -> None:
+    def _index_delete(self, user_id: str, ids: builtins.list[str]) -> None:
         if self.index is not None and ids:
             self.index.delete(user_id, ids)
 
@@ -410,12 +424,13 @@ class MemoryService:
         except (IndexUnavailable, IndexMismatch) as exc:
             log.warning("index %s failed, recorded for reindex: %s", op, exc)
             self.store.put(
-                (REPAIR_ROOT, user_id), stable_id(op, utcnow().isoformat()),
+                (REPAIR_ROOT, user_id),
+                stable_id(op, utcnow().isoformat()),
                 {"op": op, "error": str(exc), "at": utcnow().isoformat()},
-            )  # fmt: skip
+            )
 
-    def _all(self, ns: tuple[str, ...]) -> list[Any]:
-        out: list[Any] = []
+    def _all(self, ns: tuple[str, ...]) -> builtins.list[Any]:
+        out: builtins.list[Any] = []
         offset = 0
         while True:
             items = self.store.search(ns, limit=PAGE, offset=offset)

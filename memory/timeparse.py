@@ -7,23 +7,57 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 _EN_DAYS = {
-    "monday": 0, "mon": 0, "tuesday": 1, "tue": 1, "tues": 1, "wednesday": 2, "wed": 2,
-    "thursday": 3, "thu": 3, "thurs": 3, "friday": 4, "fri": 4, "saturday": 5, "sat": 5,
-    "sunday": 6, "sun": 6,
-}  # fmt: skip
+    "monday": 0,
+    "mon": 0,
+    "tuesday": 1,
+    "tue": 1,
+    "tues": 1,
+    "wednesday": 2,
+    "wed": 2,
+    "thursday": 3,
+    "thu": 3,
+    "thurs": 3,
+    "friday": 4,
+    "fri": 4,
+    "saturday": 5,
+    "sat": 5,
+    "sunday": 6,
+    "sun": 6,
+}
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _EN_MONTHS = {
     m: i + 1
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-         ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-         ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")]
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
     )
     for m in names
-}  # fmt: skip
-_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-           "九": 9, "十": 10}  # fmt: skip
+}
+_ZH_NUM = {
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+    "十": 10,
+}
 
 _EN_DAY_RE = "|".join(sorted(_EN_DAYS, key=len, reverse=True))
 _EN_MONTH_RE = "|".join(sorted(_EN_MONTHS, key=len, reverse=True))
@@ -86,6 +120,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
 
     Returns:
         The date mention, or None if the text names no date.
+
     """
     today = now.date()
     low = text.lower()
@@ -99,28 +134,49 @@ def find_date(text: str, now: datetime) -> DateMention | None:
         if not m.group(1) and day < today:
             day += timedelta(days=7)
         return DateMention(day, m.group(0))
-    m = re.search(r"(?:(\d{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(\d{1,2}|[一二三四五六七八九十]{1,3})[日号]", text)
+    m = re.search(
+        r"(?:(\d{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(\d{1,2}|[一二三四五六七八九十]{1,3})[日号]",
+        text,
+    )
     if m:
         month, dd = _zh_int(m.group(2)), _zh_int(m.group(3))
         if month and dd:
             found = _future_date(today, month, dd, int(m.group(1)) if m.group(1) else None)
             if found:
                 return DateMention(found, m.group(0))
-    for word, offset in (("大后天", 3), ("后天", 2), ("明天", 1), ("明早", 1), ("明晚", 1),
-                         ("今天", 0), ("今晚", 0), ("昨天", -1), ("前天", -2)):  # fmt: skip
+    for word, offset in (
+        ("大后天", 3),
+        ("后天", 2),
+        ("明天", 1),
+        ("明早", 1),
+        ("明晚", 1),
+        ("今天", 0),
+        ("今晚", 0),
+        ("昨天", -1),
+        ("前天", -2),
+    ):
         if word in text:
             return DateMention(today + timedelta(days=offset), word)
     m = re.search(r"(\d+|[一二三四五六七八九十两]{1,3})天(?:后|之后|以后)", text)
     if m and (n := _zh_int(m.group(1))):
         return DateMention(today + timedelta(days=n), m.group(0))
-    for word, weeks in (("下下周", 2), ("下周", 1), ("下星期", 1), ("下礼拜", 1), ("这周", 0),
-                        ("本周", 0), ("这个星期", 0)):  # fmt: skip
+    for word, weeks in (
+        ("下下周", 2),
+        ("下周", 1),
+        ("下星期", 1),
+        ("下礼拜", 1),
+        ("这周", 0),
+        ("本周", 0),
+        ("这个星期", 0),
+    ):
         if word in text:
             start = _monday(today) + timedelta(days=7 * weeks)
             return DateMention(max(start, today), word, end=start + timedelta(days=6))
     if "周末" in text:
         sat = _upcoming(today, 5) + (timedelta(days=7) if "下周末" in text else timedelta())
-        return DateMention(sat, "下周末" if "下周末" in text else "周末", end=sat + timedelta(days=1))
+        return DateMention(
+            sat, "下周末" if "下周末" in text else "周末", end=sat + timedelta(days=1)
+        )
     if "下个月" in text or "下月" in text:
         first = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
         return DateMention(first, "下个月" if "下个月" in text else "下月")
@@ -147,8 +203,13 @@ def find_date(text: str, now: datetime) -> DateMention | None:
         found = _future_date(today, month, dd, int(m.group(5)) if m.group(5) else None)
         if found:
             return DateMention(found, text[m.start() : m.end()])
-    for word, offset in (("day after tomorrow", 2), ("tomorrow", 1), ("tonight", 0),
-                         ("today", 0), ("yesterday", -1)):  # fmt: skip
+    for word, offset in (
+        ("day after tomorrow", 2),
+        ("tomorrow", 1),
+        ("tonight", 0),
+        ("today", 0),
+        ("yesterday", -1),
+    ):
         if re.search(rf"\b{word}\b", low):
             return DateMention(today + timedelta(days=offset), word)
     m = re.search(r"\bin (\d+) days?\b", low)

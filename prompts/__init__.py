@@ -14,6 +14,7 @@ def load(name: str, lang: str = "en") -> str:
 
     Raises:
         FileNotFoundError: If no such template exists.
+
     """
     root = resources.files(__name__)
     for candidate in (f"{name}.{lang}.md", f"{name}.en.md"):

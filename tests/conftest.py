@@ -21,8 +21,15 @@ os.environ.update(
         "HF_HUB_OFFLINE": "1",
     }
 )
-for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "POSTGRES_URI", "CHROMA_HOST",
-            "MEMORY_AGENT_MODEL", "MEMORY_AGENT_EMBEDDINGS"):  # fmt: skip
+for var in (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "DATABASE_URL",
+    "POSTGRES_URI",
+    "CHROMA_HOST",
+    "MEMORY_AGENT_MODEL",
+    "MEMORY_AGENT_EMBEDDINGS",
+):
     os.environ.pop(var, None)
 
 

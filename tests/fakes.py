@@ -25,11 +25,17 @@ def scripted(*replies: AIMessage | str) -> ScriptedChatModel:
     return ScriptedChatModel(messages=iter(msgs), disable_streaming=True)
 
 
-def extraction_call(memories: Iterable[dict[str, Any]] = (), forget: Iterable[dict] = ()) -> AIMessage:
+def extraction_call(
+    memories: Iterable[dict[str, Any]] = (), forget: Iterable[dict] = ()
+) -> AIMessage:
     return AIMessage(
         "",
         tool_calls=[
-            {"name": "Extraction", "args": {"memories": list(memories), "forget": list(forget)},
-             "id": "call-1", "type": "tool_call"}
+            {
+                "name": "Extraction",
+                "args": {"memories": list(memories), "forget": list(forget)},
+                "id": "call-1",
+                "type": "tool_call",
+            }
         ],
     )

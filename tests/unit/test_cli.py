@@ -17,15 +17,35 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 def test_memories_lifecycle_from_the_shell(capsys, tmp_path: Path) -> None:
-    code, out, _ = cli(capsys, "memories", "add", "--user", "alice", "User lives in Berlin.",
-                       "--subject", "profile.city", "--json")  # fmt: skip
+    code, out, _ = cli(
+        capsys,
+        "memories",
+        "add",
+        "--user",
+        "alice",
+        "User lives in Berlin.",
+        "--subject",
+        "profile.city",
+        "--json",
+    )
     assert code == 0
     rid = json.loads(out)[0]["record"]["id"]
-    cli(capsys, "memories", "add", "--user", "alice", "Team launch", "--kind", "event",
-        "--date", "2099-01-02")  # fmt: skip
+    cli(
+        capsys,
+        "memories",
+        "add",
+        "--user",
+        "alice",
+        "Team launch",
+        "--kind",
+        "event",
+        "--date",
+        "2099-01-02",
+    )
 
-    code, out, _ = cli(capsys, "memories", "search", "--user", "alice", "where do I live",
-                       "--k", "1", "--json")  # fmt: skip
+    code, out, _ = cli(
+        capsys, "memories", "search", "--user", "alice", "where do I live", "--k", "1", "--json"
+    )
     assert [h["content"] for h in json.loads(out)] == ["User lives in Berlin."]
 
     code, out, _ = cli(capsys, "memories", "show", "--user", "alice", rid)

@@ -8,7 +8,10 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
 
 # (sentence, expected [(kind, subject)])
 REMEMBERED = [
-    ("I'm vegetarian and I live in Berlin", [("preference", "diet.type"), ("fact", "profile.city")]),
+    (
+        "I'm vegetarian and I live in Berlin",
+        [("preference", "diet.type"), ("fact", "profile.city")],
+    ),
     ("My name is Alice Smith.", [("fact", "profile.name")]),
     ("I'm a software engineer at Google", [("fact", "work.role")]),
     ("I work at Acme Corp", [("fact", "work.company")]),
@@ -76,9 +79,12 @@ def test_past_dates_are_not_plans() -> None:
 
 @pytest.mark.parametrize(
     ("text", "query"),
-    [("forget that I live in Berlin", "I live in Berlin"), ("忘掉我的地址", "地址"),
-     ("Please forget about my job", "my job")],
-)  # fmt: skip
+    [
+        ("forget that I live in Berlin", "I live in Berlin"),
+        ("忘掉我的地址", "地址"),
+        ("Please forget about my job", "my job"),
+    ],
+)
 def test_forget_requests(text: str, query: str) -> None:
     out = extract_rules(text, NOW)
     assert [f.query for f in out.forget] == [query] and out.memories == []

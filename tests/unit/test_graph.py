@@ -16,8 +16,13 @@ from graphs.nodes import InvalidMessage
 from memory.records import InvalidUserId
 from memory.service import MemoryService
 
-CITY = {"kind": "fact", "subject": "profile.city", "content": "User lives in Oslo.",
-        "value": "Oslo", "confidence": 0.95}  # fmt: skip
+CITY = {
+    "kind": "fact",
+    "subject": "profile.city",
+    "content": "User lives in Oslo.",
+    "value": "Oslo",
+    "confidence": 0.95,
+}
 
 
 @pytest.fixture
@@ -37,8 +42,9 @@ async def run(graph, user: str, thread: str, text: str) -> dict:
 
 async def test_scripted_turns_save_then_recall_in_a_new_thread(parts) -> None:
     saver, store, index = parts
-    model = scripted("Nice to meet you.", extraction_call([CITY]), "Try the fish soup.",
-                     extraction_call())  # fmt: skip
+    model = scripted(
+        "Nice to meet you.", extraction_call([CITY]), "Try the fish soup.", extraction_call()
+    )
     graph = build_graph(saver, store, settings=Settings(), model=model, index=index)
     first = await run(graph, "alice", "t1", "I live in Oslo.")
     assert first["saved"] == ["added: [fact profile.city] User lives in Oslo."]
@@ -64,8 +70,17 @@ async def test_the_model_cannot_choose_whose_memory_it_writes(parts) -> None:
 
 async def test_malformed_extraction_is_skipped_and_turn_succeeds(parts) -> None:
     saver, store, index = parts
-    bad = AIMessage("", tool_calls=[{"name": "Extraction", "id": "c", "type": "tool_call",
-                                     "args": {"memories": [{"kind": "opinion"}, CITY]}}])  # fmt: skip
+    bad = AIMessage(
+        "",
+        tool_calls=[
+            {
+                "name": "Extraction",
+                "id": "c",
+                "type": "tool_call",
+                "args": {"memories": [{"kind": "opinion"}, CITY]},
+            }
+        ],
+    )
     model = scripted("Sure.", bad)
     graph = build_graph(saver, store, settings=Settings(), model=model, index=index)
     out = await run(graph, "alice", "t1", "I live in Oslo.")
@@ -99,8 +114,9 @@ async def test_runs_without_a_valid_user_are_refused(parts, context) -> None:
     saver, store, index = parts
     graph = build_graph(saver, store, settings=Settings(), model=OfflineChatModel(), index=index)
     with pytest.raises(InvalidUserId, match="user_id"):
-        await graph.ainvoke({"messages": [HumanMessage("I live in Oslo.")]}, cfg("t"),
-                            context=context)  # fmt: skip
+        await graph.ainvoke(
+            {"messages": [HumanMessage("I live in Oslo.")]}, cfg("t"), context=context
+        )
     assert MemoryService(store, index).users() == []
 
 
@@ -118,8 +134,9 @@ async def test_offline_model_end_to_end_in_two_languages(parts) -> None:
 
 
 async def test_graph_without_store_explains_itself(index) -> None:
-    graph = build_graph(InMemorySaver(), None, settings=Settings(), model=OfflineChatModel(),
-                        index=index)  # fmt: skip
+    graph = build_graph(
+        InMemorySaver(), None, settings=Settings(), model=OfflineChatModel(), index=index
+    )
     with pytest.raises(RuntimeError, match="needs a store"):
         await run(graph, "alice", "t1", "hello")
 

@@ -11,9 +11,16 @@ def test_valid_user_ids(uid: str) -> None:
 
 @pytest.mark.parametrize(
     ("uid", "needle"),
-    [("", "empty"), ("   ", "empty"), (None, "empty"), ("a.b", "'.'"), ("a/b", "'/'"),
-     ("x" * 200, "limit"), ("alice bob", "' '")],
-)  # fmt: skip
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        (None, "empty"),
+        ("a.b", "'.'"),
+        ("a/b", "'/'"),
+        ("x" * 200, "limit"),
+        ("alice bob", "' '"),
+    ],
+)
 def test_invalid_user_ids_get_a_clear_message(uid: object, needle: str) -> None:
     with pytest.raises(InvalidUserId, match=needle):
         check_user_id(uid)

@@ -61,8 +61,12 @@ def test_new_value_supersedes_and_keeps_history(service: MemoryService) -> None:
 
 def test_expired_event_leaves_recall_at_read_time(service: MemoryService) -> None:
     said = datetime(2026, 11, 30, 9, tzinfo=UTC)
-    cand = CandidateMemory(kind="event", subject="event.launch", content="Launch on Wednesday.",
-                           event_date="2026-12-02")  # fmt: skip
+    cand = CandidateMemory(
+        kind="event",
+        subject="event.launch",
+        content="Launch on Wednesday.",
+        event_date="2026-12-02",
+    )
     service.save("fay", Extraction(memories=[cand]), Source(said_at=said))
     before = service.search("fay", "launch", now=datetime(2026, 12, 2, 12, tzinfo=UTC))
     after = service.search("fay", "launch", now=datetime(2026, 12, 3, 0, 1, tzinfo=UTC))
@@ -81,8 +85,9 @@ def test_replayed_save_writes_nothing_twice(service: MemoryService) -> None:
 def test_forget_request_from_conversation(service: MemoryService) -> None:
     service.add("hal", "User lives in Berlin.", subject="profile.city", value="Berlin")
     service.add("hal", "User likes jazz.", subject="likes.jazz")
-    changes = service.save("hal", Extraction(forget=[ForgetRequest(query="I live in Berlin")]),
-                           Source())  # fmt: skip
+    changes = service.save(
+        "hal", Extraction(forget=[ForgetRequest(query="I live in Berlin")]), Source()
+    )
     assert [c.action for c in changes] == ["forgotten"]
     assert contents(service.search("hal", "Berlin", k=5)) == ["User likes jazz."]
 
