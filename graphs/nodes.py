@@ -32,6 +32,7 @@ from graphs.state import State
 from memory.block import format_block
 from memory.extraction import Extraction, coerce_extraction, has_cjk
 from memory.index import ChromaIndex
+from memory.privacy import describe as describe_withheld
 from memory.records import Source, utcnow
 from memory.service import MemoryService
 
@@ -223,10 +224,26 @@ class MemoryNodes:
         service = await self._service(runtime)
         changes = []
         if extraction.memories or extraction.forget:
-            changes = await service.asave(user, extraction, source)
+            earlier = [
+                m
+                for m in state.get("messages", [])[:-2]
+                if isinstance(m, AIMessage) and m.name != "memory"
+            ]
+            context = _text(earlier[-1]) if earlier else ""
+            changes = await service.asave(user, extraction, source, context=context)
+        recalled = [r["id"] for r in state.get("recalled", [])]
+        if recalled:
+            await service.amark_recalled(user, recalled, _turn_time(state))
         if thread_id:
             await service.aremember_thread(user, thread_id)
-        return {"saved": [c.describe() for c in changes], "turn_time": None}
+        update: dict[str, Any] = {"saved": [c.describe() for c in changes], "turn_time": None}
+        withheld = [c.note.removeprefix("sensitive: ") for c in changes if c.action == "withheld"]
+        if withheld:
+            # Tell the user, in the thread, what was deliberately not remembered.
+            kinds = [k for note in withheld for k in note.split(",")]
+            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            update["messages"] = [AIMessage(describe_withheld(kinds, zh), name="memory")]
+        return update
 
 
 def _parsed(out: Any) -> Extraction:

@@ -46,6 +46,11 @@ class CandidateMemory(BaseModel):
     event_date: str | None = Field(
         default=None, description="For events: the ISO date (YYYY-MM-DD) it happens on."
     )
+    replaces: str | None = Field(
+        default=None,
+        description="For a negation ('I no longer drink coffee'): the words of the earlier "
+        "statement it ends ('drink coffee'); only matching values are superseded.",
+    )
 
     @field_validator("subject")
     @classmethod
@@ -108,10 +113,12 @@ def coerce_extraction(raw: Any) -> Extraction:
     return out
 
 
-def event_expiry(event_day: datetime | None, said_at: datetime) -> datetime:
-    """Return when an event leaves recall: the day after it happens, or a default TTL."""
+def event_expiry(
+    event_day: datetime | None, said_at: datetime, ttl: timedelta = DEFAULT_EVENT_TTL
+) -> datetime:
+    """Return when an event leaves recall: the day after it happens, or `ttl` after it was said."""
     if event_day is None:
-        return said_at + DEFAULT_EVENT_TTL
+        return said_at + ttl
     return datetime.combine(event_day.date() + timedelta(days=1), time(), tzinfo=said_at.tzinfo)
 
 
@@ -358,6 +365,71 @@ _ZH_RULES: list[Rule] = [
     ),
 ]
 
+_NEGATIONS: list[re.Pattern[str]] = [
+    re.compile(r"^i (?:no longer|don't|do not|never) (.+?)(?: any ?more)?$", re.I),
+    re.compile(r"^我(?:现在|已经)?(?:不再|不)(.+?)了$"),
+    re.compile(r"^我(?:现在|已经)?不再(.+)$"),
+]
+
+_CONTACT: list[Rule] = [
+    (
+        re.compile(
+            r"^my (phone number|phone|mobile|email(?: address)?|password|card number|api key|"
+            r"id number|bank account) is (.+)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact", f"contact.{_slug(m[1])}", f"User's {m[1].lower()} is {_clean(m[2])}.",
+            _clean(m[2]), 0.9,
+        ),
+    ),
+    (
+        re.compile(r"^我的(手机号码?|电话(?:号码)?|邮箱|密码|银行卡号|身份证号(?:码)?|账号)是(.+)"),
+        lambda m: _cand(
+            "fact", f"contact.{_slug(m[1])}", f"用户的{m[1]}是{_clean(m[2])}。", _clean(m[2]), 0.9
+        ),
+    ),
+]
+
+
+def _third_person(verb: str) -> str:
+    low = verb.lower()
+    irregular = {"have": "has", "do": "does", "go": "goes", "be": "is"}
+    if low in irregular:
+        return irregular[low]
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _negation(clause: str) -> CandidateMemory | None:
+    zh = has_cjk(clause)
+    for pat in _NEGATIONS:
+        m = pat.match(clause)
+        if not m:
+            continue
+        if zh:
+            phrase = _clean(m[1])
+            content = f"用户现在不{phrase}了。"
+        else:
+            if not re.search(r"\bno longer\b|any ?more$", clause, re.I):
+                return None  # "I don't eat pork" is a plain preference, not a change
+            phrase = _clean(m[1])
+            verb, _, rest = phrase.partition(" ")
+            content = f"User no longer {_third_person(verb)} {rest}".strip() + "."
+        return CandidateMemory(
+            kind="preference",
+            subject=f"habit.{_slug(phrase)}",
+            content=content,
+            value="no",
+            confidence=0.9,
+            replaces=phrase,
+        )
+    return None
+
+
 _FORGET = [
     re.compile(
         r"^(?:please |can you |could you )?forget (?:that |about |what i said about )?(.+)", re.I
@@ -450,7 +522,9 @@ def extract_rules(text: str, now: datetime) -> Extraction:
             if find_date(clause, now) is not None:
                 cand = _event(clause, now)
             if cand is None:
-                for pat, build in rules:
+                cand = _negation(clause)
+            if cand is None:
+                for pat, build in _CONTACT + rules:
                     m = pat.search(clause)
                     if m:
                         cand = build(m)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -140,7 +141,9 @@ class ChromaIndex:
             col.upsert(
                 ids=[r.id for r in records],
                 embeddings=vectors,
-                metadatas=[{"kind": r.kind, "user_id": r.user_id} for r in records],
+                metadatas=[
+                    {"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in records
+                ],
             )
         except Exception as exc:
             raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
@@ -168,13 +171,19 @@ class ChromaIndex:
 
     def ids(self, user_id: str) -> set[str]:
         """Return every vector id stored for a user."""
+        return set(self.fingerprints(user_id))
+
+    def fingerprints(self, user_id: str) -> dict[str, str]:
+        """Return, per vector id of a user, the fingerprint of the text it was made from."""
         col = self._collection(user_id, create=False)
         if col is None:
-            return set()
+            return {}
         try:
-            return set(col.get(include=[])["ids"])
+            got = col.get(include=["metadatas"])
         except Exception as exc:
             raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+        metas = got.get("metadatas") or [{}] * len(got["ids"])
+        return {i: str((m or {}).get("h", "")) for i, m in zip(got["ids"], metas, strict=True)}
 
     def delete(self, user_id: str, ids: list[str]) -> None:
         """Delete vectors by id; ids that are absent are ignored."""
@@ -198,6 +207,11 @@ class ChromaIndex:
         except Exception as exc:
             if not _is_not_found(exc):
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+
+
+def fingerprint(record: MemoryRecord) -> str:
+    """Return a short hash of what a record's vector encodes, to spot stale vectors."""
+    return hashlib.sha1(record.content.encode()).hexdigest()[:12]
 
 
 def _is_not_found(exc: Exception) -> bool:

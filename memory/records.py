@@ -12,7 +12,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 Kind = Literal["fact", "preference", "event"]
-Status = Literal["active", "candidate", "superseded", "forgotten"]
+Status = Literal["active", "candidate", "superseded", "forgotten", "archived", "expired"]
+"""`active` is recalled; `candidate` waits for confirmation; `archived` went cold; `expired`
+passed its `expires_at`; `superseded` and `forgotten` stay only as history."""
 KINDS: tuple[Kind, ...] = ("fact", "preference", "event")
 NAMESPACE_ROOT = "memories"
 MAX_USER_ID_CHARS = 128
@@ -130,6 +132,8 @@ class MemoryRecord(BaseModel):
     valid_until: datetime | None = None
     expires_at: datetime | None = None
     status: Status = "active"
+    conflict_group: str | None = None
+    """Set on active records that contradict each other and cannot be ordered."""
     supersedes: str | None = None
     superseded_by: str | None = None
     history: list[HistoryEntry] = Field(default_factory=list)

@@ -12,15 +12,25 @@ import builtins
 import functools
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
 from langgraph.store.base import BaseStore
 
 from memory.extraction import CandidateMemory, Extraction, event_expiry
-from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable
-from memory.lifecycle import Change, forget, forget_targets, reconcile
+from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
+from memory.lifecycle import (
+    Change,
+    Policy,
+    consolidate,
+    forget,
+    forget_targets,
+    negation_targets,
+    reconcile,
+    weight,
+)
+from memory.privacy import find_sensitive, redact
 from memory.records import (
     KINDS,
     NAMESPACE_ROOT,
@@ -47,6 +57,24 @@ class MemoryNotFound(KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "memory not found"
+
+
+@dataclass
+class ConsolidationReport:
+    """What `consolidate` changed (or would change, on a dry run)."""
+
+    users: int = 0
+    merged: int = 0
+    resolved: int = 0
+    archived: int = 0
+    expired: int = 0
+    reindexed: int = 0
+    orphans_removed: int = 0
+    changes: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """Return the counters only."""
+        return {k: v for k, v in self.__dict__.items() if isinstance(v, int)}
 
 
 @dataclass(frozen=True)
@@ -76,6 +104,7 @@ class MemoryService:
         *,
         agent_id: str = "memory-agent",
         checkpointer: Any | None = None,
+        policy: Policy | None = None,
     ) -> None:
         """Create a service.
 
@@ -84,12 +113,13 @@ class MemoryService:
             index: The Chroma index for semantic recall; None recalls by words from the store.
             agent_id: Recorded on every memory this service writes.
             checkpointer: If given, `delete_user` also deletes the user's threads from it.
-
+            policy: Lifecycle rules (confidence threshold, decay, archiving, privacy).
         """
         self.store = store
         self.index = index
         self.agent_id = agent_id
         self.checkpointer = checkpointer
+        self.policy = policy or Policy()
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -163,8 +193,7 @@ class MemoryService:
         assert self.index is not None
         vector = self.index.embedder.embed([query])[0]
         hits = self.index.query(user_id, vector, k * 3 + 10)
-        out: builtins.list[Recalled] = []
-        seen: set[str] = set()
+        found: builtins.list[Recalled] = []
         for hit in hits:
             if hit.kind not in KINDS:
                 continue
@@ -174,13 +203,29 @@ class MemoryService:
             rec = MemoryRecord.model_validate(item.value)
             if rec.user_id != user_id or not rec.is_recallable(now):
                 continue
-            key = normalize_text(rec.content)
-            if key in seen:
-                continue
-            seen.add(key)
-            out.append(Recalled(rec, hit.similarity))
-            if len(out) >= k:
-                break
+            # Similarity decides; age and confidence break near-ties (0.9..1.0 factor).
+            score = hit.similarity * (0.9 + 0.1 * weight(rec, now, self.policy))
+            found.append(Recalled(rec, score))
+        found.sort(key=lambda r: r.score, reverse=True)
+        return self._finish(user_id, found, k, now)
+
+    def _finish(
+        self, user_id: str, ranked: builtins.list[Recalled], k: int, now: datetime
+    ) -> builtins.list[Recalled]:
+        """Drop duplicates, cut to k, and pull in the other side of every conflict."""
+        out: builtins.list[Recalled] = []
+        seen: set[str] = set()
+        for r in ranked:
+            key = normalize_text(r.record.content)
+            if key not in seen and len(out) < k:
+                seen.add(key)
+                out.append(r)
+        groups = {r.record.conflict_group for r in out if r.record.conflict_group}
+        if groups:
+            have = {r.record.id for r in out}
+            for rec in self.list(user_id):
+                if rec.conflict_group in groups and rec.id not in have:
+                    out.append(Recalled(rec, 0.0))
         return out
 
     def _store_search(
@@ -194,7 +239,7 @@ class MemoryService:
             score = sum(g in text for g in grams) / max(len(grams), 1)
             scored.append(Recalled(rec, score))
         scored.sort(key=lambda r: (r.score, r.record.updated_at), reverse=True)
-        return scored[:k]
+        return self._finish(user_id, scored, k, now)
 
     def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
         """Return all of a user's memories, with history, as JSON-safe dicts."""
@@ -225,11 +270,20 @@ class MemoryService:
         )
         return self.save(user_id, Extraction(memories=[cand]), source or Source(via="api"))
 
-    def save(self, user_id: str, extraction: Extraction, source: Source) -> builtins.list[Change]:
+    def save(
+        self, user_id: str, extraction: Extraction, source: Source, *, context: str = ""
+    ) -> builtins.list[Change]:
         """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
 
+        Sensitive data is withheld (or redacted, per policy) before anything is written.
         Writes go to the store first and the index second; an index write that fails is
         recorded for `reindex` and does not fail the save.
+
+        Args:
+            user_id: Whose memories.
+            extraction: The candidates and forget requests of one turn.
+            source: Provenance of the turn.
+            context: What the assistant said last, for "forget that" / "别再提这个了".
         """
         user_id = check_user_id(user_id)
         now = utcnow()
@@ -237,18 +291,99 @@ class MemoryService:
         changes: builtins.list[Change] = []
         for i, cand in enumerate(extraction.memories):
             new = self._record(user_id, cand, source, said_at, now, i)
-            related = self._related(user_id, new)
-            step = reconcile(new, related, now)
-            self._write(user_id, [c for c in step if c.action != "unchanged"])
+            findings = find_sensitive(f"{new.content}\n{new.value or ''}")
+            if findings:
+                kinds = ",".join(dict.fromkeys(f.kind for f in findings))
+                if self.policy.sensitive == "drop":
+                    changes.append(Change("withheld", new, note=f"sensitive: {kinds}"))
+                    continue
+                new.content = redact(new.content)
+                new.value = redact(str(new.value)) if new.value is not None else None
+            replaced = None
+            if cand.replaces:
+                replaced = negation_targets(cand.replaces, self.list(user_id)) or None
+            step = reconcile(new, self._related(user_id, new), now, self.policy, replaced)
+            self._write(user_id, step)
             changes.extend(step)
         if extraction.forget:
-            records = self.list(user_id)
+            records = self.list(user_id, include_inactive=True)
             for req in extraction.forget:
-                step = [forget(r, now) for r in forget_targets(req, records)]
+                step = [forget(r, now) for r in forget_targets(req, records, context)]
                 self._write(user_id, step)
                 changes.extend(step)
-                records = [r for r in records if r.status == "active"]
         return changes
+
+    def mark_recalled(self, user_id: str, ids: Iterable[str], now: datetime | None = None) -> None:
+        """Count a recall of each memory: recent recall lifts ranking and delays archiving."""
+        now = now or utcnow()
+        for memory_id in dict.fromkeys(ids):
+            try:
+                rec = self.get(user_id, memory_id)
+            except MemoryNotFound:
+                continue
+            rec.hits += 1
+            rec.last_recalled_at = now
+            self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
+
+    def consolidate(
+        self, user_id: str | None = None, *, dry_run: bool = False, now: datetime | None = None
+    ) -> ConsolidationReport:
+        """Tidy memories and make the index agree with the store. Idempotent.
+
+        Merges near-duplicates, resolves conflicts, archives cold memories, sweeps expired
+        ones, re-embeds records whose vector is missing or stale, and removes vectors that
+        have no active record.
+
+        Args:
+            user_id: One user, or None for every user.
+            dry_run: Report what would change without writing anything.
+            now: The time to judge expiry and coldness against.
+        """
+        now = now or utcnow()
+        report = ConsolidationReport()
+        for uid in [check_user_id(user_id)] if user_id else self.users():
+            report.users += 1
+            records = self.list(uid, include_inactive=True)
+            changes = consolidate(records, now, self.policy)
+            for c in changes:
+                if c.action == "merged":
+                    report.merged += 1
+                elif c.action == "archived":
+                    report.archived += 1
+                elif c.action == "expired":
+                    report.expired += 1
+                elif c.note == "conflict resolved":
+                    report.resolved += 1
+                if c.action != "superseded":
+                    report.changes.append(f"{uid}: {c.describe()}")
+            if not dry_run:
+                self._write(uid, changes, index=False)
+            if self.index is not None:
+                self._repair_index(uid, records, now, dry_run, report)
+        return report
+
+    def _repair_index(
+        self,
+        user_id: str,
+        records: builtins.list[MemoryRecord],
+        now: datetime,
+        dry_run: bool,
+        report: ConsolidationReport,
+    ) -> None:
+        assert self.index is not None
+        live = {r.id: r for r in records if r.is_recallable(now)}
+        have = self.index.fingerprints(user_id)
+        stale = [r for i, r in live.items() if have.get(i) != fingerprint(r)]
+        orphans = [i for i in have if i not in live]
+        report.reindexed += len(stale)
+        report.orphans_removed += len(orphans)
+        report.changes += [f"{user_id}: reindexed: {r.content}" for r in stale]
+        report.changes += [f"{user_id}: removed orphan vector {i}" for i in orphans]
+        if not dry_run:
+            self.index.upsert(stale)
+            self.index.delete(user_id, orphans)
+            for item in self._all((REPAIR_ROOT, user_id)):
+                self.store.delete(item.namespace, item.key)
 
     def forget(self, user_id: str, memory_id: str, *, hard: bool = False) -> MemoryRecord:
         """Forget one memory: soft keeps it in history, hard deletes it from store and index.
@@ -280,12 +415,24 @@ class MemoryService:
                 records.append(MemoryRecord.model_validate({**row, "user_id": user_id}))
             except Exception as exc:
                 raise ValueError(f"record {n} is not a memory record: {exc}") from exc
+        records = [r for r in map(self._clean_import, records) if r is not None]
         for rec in records:
             self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
         now = utcnow()
         active = [r for r in records if r.is_recallable(now)]
         self._index_call(user_id, "upsert", lambda: self._index_upsert(active))
         return len(records)
+
+    def _clean_import(self, rec: MemoryRecord) -> MemoryRecord | None:
+        findings = find_sensitive(f"{rec.content}\n{rec.value or ''}")
+        if not findings:
+            return rec
+        if self.policy.sensitive == "drop":
+            return None
+        rec.content = redact(rec.content)
+        rec.value = redact(str(rec.value)) if rec.value is not None else None
+        rec.history = []
+        return rec
 
     def delete_user(self, user_id: str) -> int:
         """Delete every memory, vector, repair marker and thread of a user.
@@ -382,7 +529,11 @@ class MemoryService:
             created_at=now,
             updated_at=now,
             valid_from=event_day if cand.kind == "event" else said_at,
-            expires_at=event_expiry(event_day, said_at) if cand.kind == "event" else None,
+            expires_at=(
+                event_expiry(event_day, said_at, self.policy.event_ttl)
+                if cand.kind == "event"
+                else None
+            ),
         )
 
     def _related(self, user_id: str, new: MemoryRecord) -> builtins.list[MemoryRecord]:
@@ -392,18 +543,21 @@ class MemoryService:
         if same_id is not None:
             out.append(MemoryRecord.model_validate(same_id.value))
         key = normalize_text(new.content)
-        for rec in self.list(user_id, kind=new.kind):
+        for rec in self.list(user_id, kind=new.kind, include_inactive=True):
             if rec.id != new.id and (
                 rec.subject == new.subject or normalize_text(rec.content) == key
             ):
                 out.append(rec)
         return out
 
-    def _write(self, user_id: str, changes: builtins.list[Change]) -> None:
+    def _write(self, user_id: str, changes: builtins.list[Change], *, index: bool = True) -> None:
+        changes = [c for c in changes if c.action not in ("withheld", "unchanged")]
         if not changes:
             return
         for c in changes:
             self.store.put(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
+        if not index:
+            return
         now = utcnow()
         live = [c.record for c in changes if c.record.is_recallable(now)]
         dead = [c.record.id for c in changes if not c.record.is_recallable(now)]
@@ -451,4 +605,6 @@ class MemoryService:
     aimport_records = _in_thread(import_records)
     adelete_user = _in_thread(delete_user)
     aremember_thread = _in_thread(remember_thread)
+    amark_recalled = _in_thread(mark_recalled)
+    aconsolidate = _in_thread(consolidate)
     areindex = _in_thread(reindex)
