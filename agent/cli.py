@@ -8,16 +8,17 @@ import json
 import logging
 import os
 import sys
+import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from agent.settings import Settings
 from graphs.nodes import InvalidMessage, check_message
-from memory.backends import BackendUnavailable, open_backends
+from memory.backends import Backends, BackendUnavailable, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
 from memory.records import InvalidUserId, MemoryRecord, check_user_id
-from memory.service import MemoryNotFound, MemoryService
+from memory.service import ConsolidationReport, MemoryNotFound, MemoryService
 
 # The CLI must never phone home: Chroma telemetry and LangSmith tracing stay off.
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -53,6 +54,15 @@ def _parser() -> argparse.ArgumentParser:
 
     reindex = sub.add_parser("reindex", help="rebuild the Chroma index from the store")
     reindex.add_argument("--user", help="only this user (default: all)")
+
+    cons = sub.add_parser(
+        "consolidate",
+        help="merge duplicates, resolve conflicts, archive cold and sweep expired memories, "
+        "repair the index",
+    )
+    cons.add_argument("--user", help="only this user (default: all)")
+    cons.add_argument("--dry-run", action="store_true", help="report, change nothing")
+    cons.add_argument("--json", action="store_true", help="print JSON")
 
     mem = sub.add_parser("memories", help="inspect and manage a user's memories")
     msub = mem.add_subparsers(dest="action", required=True)
@@ -103,12 +113,43 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
         print(_line(rec))
 
 
+def _service(b: Backends, settings: Settings) -> MemoryService:
+    return MemoryService(
+        b.store,
+        b.index,
+        agent_id=settings.agent_id,
+        checkpointer=b.checkpointer,
+        policy=settings.policy,
+    )
+
+
+def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    started = time.perf_counter()
+    with open_backends(settings.backend) as b:
+        svc = _service(b, settings)
+        users = [args.user] if args.user else svc.users()
+        total = ConsolidationReport()
+        for n, user in enumerate(users, 1):
+            print(f"[{n}/{len(users)}] {user}", file=sys.stderr)
+            part = svc.consolidate(user, dry_run=args.dry_run)
+            for key, value in part.counts().items():
+                setattr(total, key, getattr(total, key) + value)
+            total.changes += part.changes
+    seconds = round(time.perf_counter() - started, 2)
+    if args.json:
+        print(json.dumps({**total.counts(), "dry_run": args.dry_run, "seconds": seconds}))
+        return 0
+    for line in total.changes:
+        print(("would " if args.dry_run else "") + line)
+    counts = ", ".join(f"{k} {v}" for k, v in total.counts().items())
+    print(f"{'dry run: ' if args.dry_run else ''}{counts} ({seconds}s)")
+    return 0
+
+
 def _memories(args: argparse.Namespace, settings: Settings) -> int:
     user = check_user_id(args.user)
     with open_backends(settings.backend) as b:
-        svc = MemoryService(
-            b.store, b.index, agent_id=settings.agent_id, checkpointer=b.checkpointer
-        )
+        svc = _service(b, settings)
         if args.action == "add":
             changes = svc.add(
                 user, args.text, kind=args.kind, subject=args.subject, event_date=args.date
@@ -242,9 +283,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_chat(args, settings))
         if args.command == "setup":
             return asyncio.run(_setup(settings))
+        if args.command == "consolidate":
+            return _consolidate(args, settings)
         if args.command == "reindex":
             with open_backends(settings.backend) as b:
-                done: dict[str, Any] = MemoryService(b.store, b.index).reindex(args.user)
+                done: dict[str, Any] = _service(b, settings).reindex(args.user)
             for user, n in done.items():
                 print(f"reindexed {n} memories of {user}")
             return 0

@@ -45,11 +45,17 @@ def make_chat_model(spec: str, settings: Settings) -> BaseChatModel:
             temperature=0,
             max_retries=1,
             timeout=60,
+            # OpenAI-compatible servers speak chat completions, not the Responses API.
+            use_responses_api=False if settings.openai_base_url else None,
         )
     raise ValueError(f"unknown model spec {spec!r}: use 'offline' or 'openai:<model>'")
 
 
-@cache
 def cached_chat_model(spec: str, settings: Settings) -> BaseChatModel:
-    """Build a chat model once per process and spec."""
-    return make_chat_model(spec, settings)
+    """Build a chat model once per process, spec and endpoint."""
+    return _cached(spec, settings.openai_api_key, settings.openai_base_url)
+
+
+@cache
+def _cached(spec: str, api_key: str | None, base_url: str | None) -> BaseChatModel:
+    return make_chat_model(spec, Settings(openai_api_key=api_key, openai_base_url=base_url))

@@ -18,7 +18,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from memory.block import parse_block
-from memory.extraction import Extraction, extract_rules, has_cjk
+from memory.extraction import extract_rules, has_cjk
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
 
@@ -86,7 +86,8 @@ class OfflineChatModel(BaseChatModel):
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
         """Return a runnable that fills `Extraction` with the rule-based extractor."""
-        if schema is not Extraction:
+        title = schema.get("title") if isinstance(schema, dict) else getattr(schema, "__name__", "")
+        if title != "Extraction":
             raise NotImplementedError("the offline model only produces memory extractions")
 
         def run(value: Any) -> Any:

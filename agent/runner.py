@@ -70,5 +70,6 @@ async def open_session(settings: Settings, *, setup: bool = False) -> AsyncItera
             backends.index,
             agent_id=settings.agent_id,
             checkpointer=backends.checkpointer,
+            policy=settings.policy,
         )
         yield Session(graph, backends, service, settings)

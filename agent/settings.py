@@ -4,10 +4,23 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Literal, cast
 
 from memory.backends import BackendConfig
+from memory.lifecycle import Policy
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name}={raw!r} is not a number") from exc
 
 
 def _int(name: str, default: int) -> int:
@@ -26,7 +39,6 @@ class Settings:
 
     Attributes:
         model: Chat model spec: `offline` or `openai:<model>`.
-        embeddings: Embeddings spec: `local` or `openai:<model>`.
         openai_api_key: Key for `openai:` specs.
         openai_base_url: Any OpenAI-compatible server (Ollama, vLLM, DeepSeek, Qwen...).
         agent_id: Recorded on every memory this agent writes.
@@ -34,11 +46,11 @@ class Settings:
         context_tokens: Token budget of what the chat node sends to the model.
         max_message_chars: Longest user message accepted.
         backend: Where memory lives.
+        policy: Lifecycle rules: what to trust, when to archive, what is too sensitive.
 
     """
 
     model: str = "offline"
-    embeddings: str = "local"
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     agent_id: str = "memory-agent"
@@ -46,6 +58,7 @@ class Settings:
     context_tokens: int = 8000
     max_message_chars: int = 32_000
     backend: BackendConfig = field(default_factory=BackendConfig)
+    policy: Policy = field(default_factory=Policy)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -55,15 +68,24 @@ class Settings:
         model = env.get("MEMORY_AGENT_MODEL") or (DEFAULT_OPENAI_MODEL if key else "offline")
         embeddings = env.get("MEMORY_AGENT_EMBEDDINGS") or "local"
         base_url = env.get("OPENAI_BASE_URL") or None
+        sensitive = env.get("MEMORY_AGENT_SENSITIVE") or "drop"
+        if sensitive not in ("drop", "redact"):
+            raise ValueError(f"MEMORY_AGENT_SENSITIVE={sensitive!r}: use 'drop' or 'redact'")
+        policy = Policy(
+            candidate_threshold=_float("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6),
+            event_ttl=timedelta(days=_float("MEMORY_AGENT_EVENT_TTL_DAYS", 7)),
+            archive_after=timedelta(days=_float("MEMORY_AGENT_ARCHIVE_DAYS", 180)),
+            sensitive=cast(Literal["drop", "redact"], sensitive),
+        )
         return cls(
             model=model,
-            embeddings=embeddings,
             openai_api_key=key,
             openai_base_url=base_url,
             agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
             recall_k=_int("MEMORY_AGENT_RECALL_K", 8),
             context_tokens=_int("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
             max_message_chars=_int("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
+            policy=policy,
             backend=BackendConfig(
                 home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
                 database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,

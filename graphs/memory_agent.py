@@ -53,6 +53,7 @@ def make_deps(
     return AgentDeps(
         chat_model=chat_model,
         index=get_index,
+        policy=cfg.policy,
         agent_id=cfg.agent_id,
         recall_k=cfg.recall_k,
         context_tokens=cfg.context_tokens,

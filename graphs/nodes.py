@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -32,12 +32,14 @@ from graphs.state import State
 from memory.block import format_block
 from memory.extraction import Extraction, coerce_extraction, has_cjk
 from memory.index import ChromaIndex
+from memory.lifecycle import Policy
 from memory.privacy import describe as describe_withheld
 from memory.records import Source, utcnow
 from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 ANSWER_RESERVE_TOKENS = 1024
+EXTRACTION_SCHEMA = Extraction.model_json_schema()
 for _name in ("system", "extract"):  # read templates now, not from inside the event loop
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
@@ -55,6 +57,7 @@ class AgentDeps:
     Attributes:
         chat_model: Returns the chat model for a spec (None: the configured default).
         index: Returns the Chroma index (opened once, on first use).
+        policy: Lifecycle rules.
         agent_id: Default writer of memories.
         recall_k: Default number of memories recalled per turn.
         context_tokens: Token budget of one chat call.
@@ -64,6 +67,7 @@ class AgentDeps:
 
     chat_model: Callable[[str | None], BaseChatModel]
     index: Callable[[], ChromaIndex | None]
+    policy: Policy = field(default_factory=Policy)
     agent_id: str = "memory-agent"
     recall_k: int = 8
     context_tokens: int = 8000
@@ -122,7 +126,7 @@ class MemoryNodes:
         agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or self.deps.agent_id
         # Opening Chroma touches disk or the network: keep it off the event loop.
         index = await asyncio.to_thread(self.deps.index)
-        return MemoryService(runtime.store, index, agent_id=agent_id)
+        return MemoryService(runtime.store, index, agent_id=agent_id, policy=self.deps.policy)
 
     async def _model(self, runtime: Runtime[Context]) -> BaseChatModel:
         ctx = runtime.context
@@ -200,8 +204,10 @@ class MemoryNodes:
         lang = "zh" if has_cjk(_text(humans[-1])) else "en"
         system = SystemMessage(prompts.render("extract", lang, now=_turn_time(state).isoformat()))
         try:
+            # A JSON schema, not the class: the client then returns a dict instead of
+            # validating inside the call, so one bad item does not cost the good ones.
             runnable = (await self._model(runtime)).with_structured_output(
-                Extraction, include_raw=True
+                EXTRACTION_SCHEMA, include_raw=True
             )
             out = await runnable.ainvoke([system, *exchange])
         except Exception as exc:  # the turn must succeed even when extraction cannot

@@ -91,17 +91,42 @@ def open_index(config: BackendConfig) -> ChromaIndex:
 
 
 def _redact(url: str) -> str:
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        return f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return url
+    """Return `host:port/dbname` of a connection string: never its credentials."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        info = conninfo_to_dict(url)
+    except Exception:
+        return "<unparseable connection string>"
+    host, port = info.get("host") or "localhost", info.get("port") or 5432
+    return f"{host}:{port}/{info.get('dbname') or ''}"
 
 
 def _pg_error(config: BackendConfig, exc: BaseException) -> BackendUnavailable:
+    # The pool only says it timed out; one direct attempt tells the user why.
+    import psycopg
+
+    reason = str(exc)
+    try:
+        psycopg.connect(config.database_url or "", connect_timeout=3).close()
+    except Exception as direct:
+        reason = str(direct).strip().splitlines()[0] if str(direct).strip() else reason
+    for secret in _secrets(config.database_url or ""):
+        reason = reason.replace(secret, "***")
     return BackendUnavailable(
-        f"cannot connect to Postgres at {_redact(config.database_url or '')}: {exc}. "
+        f"cannot connect to Postgres at {_redact(config.database_url or '')}: {reason}. "
         "Check DATABASE_URL / POSTGRES_URI, or unset them to use the embedded SQLite default."
     )
+
+
+def _secrets(url: str) -> list[str]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        password = conninfo_to_dict(url).get("password")
+    except Exception:
+        return []
+    return [str(password)] if password else []
 
 
 @contextmanager
@@ -116,7 +141,6 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
         BackendUnavailable: If Postgres cannot be reached.
 
     """
-    index = open_index(config)
     if config.database_url:
         from langgraph.checkpoint.postgres import PostgresSaver
         from langgraph.store.postgres import PostgresStore
@@ -136,6 +160,7 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
             pool.close()
             raise _pg_error(config, exc) from exc
         try:
+            index = open_index(config)
             saver: Any = PostgresSaver(pool)  # type: ignore[arg-type]
             store = PostgresStore(pool)  # type: ignore[arg-type]
             if setup:
@@ -149,6 +174,7 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
+    index = open_index(config)
     os.makedirs(config.home, exist_ok=True)
     cconn = sqlite3.connect(
         os.path.join(config.home, "checkpoints.sqlite"), check_same_thread=False
@@ -181,7 +207,6 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
     """
     import asyncio
 
-    index = await asyncio.to_thread(open_index, config)
     if config.database_url:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from langgraph.store.postgres.aio import AsyncPostgresStore
@@ -199,8 +224,9 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
             await pool.open(wait=True, timeout=5)
         except Exception as exc:
             await pool.close()
-            raise _pg_error(config, exc) from exc
+            raise await asyncio.to_thread(_pg_error, config, exc) from exc
         try:
+            index = await asyncio.to_thread(open_index, config)
             asaver: Any = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
             store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
             if setup:
@@ -214,6 +240,7 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
+    index = await asyncio.to_thread(open_index, config)
     os.makedirs(config.home, exist_ok=True)
     async with (
         AsyncSqliteSaver.from_conn_string(os.path.join(config.home, "checkpoints.sqlite")) as saver,

@@ -18,6 +18,8 @@ def format_line(record: MemoryRecord) -> str:
     label: str = record.kind
     if record.kind == "event" and record.valid_from is not None:
         label = f"event on {record.valid_from.date().isoformat()}"
+    if record.conflict_group:
+        label = f"{label} · CONFLICTS with another note on {record.subject}: ask the user"
     quoted = record.content.replace("\\", "\\\\").replace('"', '\\"')
     return f'- [{label} · said {said} · {where} · confidence {record.confidence:.2f}] "{quoted}"'
 
@@ -26,7 +28,10 @@ def format_block(records: list[MemoryRecord]) -> str:
     """Return the memory block for the system prompt ("" when nothing was recalled)."""
     if not records:
         return ""
-    lines = [BLOCK_OPEN, *(format_line(r) for r in records), BLOCK_CLOSE]
+    # Conflicting notes sit next to each other so the model sees both sides at once.
+    order = {r.conflict_group: i for i, r in reversed(list(enumerate(records)))}
+    ranked = sorted(enumerate(records), key=lambda p: (order.get(p[1].conflict_group, p[0]), p[0]))
+    lines = [BLOCK_OPEN, *(format_line(r) for _, r in ranked), BLOCK_CLOSE]
     return "\n".join(lines)
 
 

@@ -71,7 +71,7 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.maximum(norms, 1e-12)
 
 
-_CACHE: dict[tuple[str, str | None], Embedder] = {}
+_CACHE: dict[tuple[str, str | None, str | None], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -90,7 +90,7 @@ def make_embedder(
         ValueError: If the spec names no known embedder.
 
     """
-    key = (spec, base_url)
+    key = (spec, base_url, api_key)
     with _CACHE_LOCK:
         if key not in _CACHE:
             if spec == "local":

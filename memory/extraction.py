@@ -379,8 +379,11 @@ _CONTACT: list[Rule] = [
             re.I,
         ),
         lambda m: _cand(
-            "fact", f"contact.{_slug(m[1])}", f"User's {m[1].lower()} is {_clean(m[2])}.",
-            _clean(m[2]), 0.9,
+            "fact",
+            f"contact.{_slug(m[1])}",
+            f"User's {m[1].lower()} is {_clean(m[2])}.",
+            _clean(m[2]),
+            0.9,
         ),
     ),
     (

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from memory.embeddings import Embedder
 from memory.records import MemoryRecord, user_key
 
 COLLECTION_PREFIX = "mem-"
+T = TypeVar("T")
 
 
 class IndexUnavailable(RuntimeError):
@@ -127,6 +129,26 @@ class ChromaIndex:
             self._collections[name] = col
         return col
 
+    def _call(self, user_id: str, create: bool, op: Callable[[Any], T], default: T) -> T:
+        """Run `op` on a user's collection; `default` if it does not exist.
+
+        Another process may drop and recreate a collection (`reindex`, `delete_user`): on
+        not-found the cached handle is evicted and the call retried once with a fresh one.
+        """
+        for attempt in (1, 2):
+            col = self._collection(user_id, create=create)
+            if col is None:
+                return default
+            try:
+                return op(col)
+            except Exception as exc:
+                if attempt == 1 and _is_not_found(exc):
+                    with self._lock:
+                        self._collections.pop(self.collection_name(user_id), None)
+                    continue
+                raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+        return default
+
     def upsert(self, records: list[MemoryRecord]) -> None:
         """Embed and write the vectors of records of one user."""
         if not records:
@@ -135,32 +157,30 @@ class ChromaIndex:
         if len(users) != 1:
             raise ValueError("upsert takes the records of one user at a time")
         vectors = self.embedder.embed([r.content for r in records])
-        col = self._collection(records[0].user_id, create=True)
-        assert col is not None  # create=True always returns a collection
-        try:
-            col.upsert(
-                ids=[r.id for r in records],
-                embeddings=vectors,
-                metadatas=[
-                    {"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in records
-                ],
-            )
-        except Exception as exc:
-            raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+        ids = [r.id for r in records]
+        metas = [{"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in records]
+        self._call(
+            records[0].user_id,
+            True,
+            lambda col: col.upsert(ids=ids, embeddings=vectors, metadatas=metas),
+            None,
+        )
 
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
-        col = self._collection(user_id, create=False)
-        if col is None or k <= 0:
+        if k <= 0:
             return []
-        try:
-            res = col.query(
-                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-                n_results=k,
-                include=["metadatas", "distances"],
-            )
-        except Exception as exc:
-            raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        res = self._call(
+            user_id,
+            False,
+            lambda col: col.query(
+                query_embeddings=query, n_results=k, include=["metadatas", "distances"]
+            ),
+            None,
+        )
+        if res is None:
+            return []
         ids = res["ids"][0]
         metas = (res.get("metadatas") or [[{}] * len(ids)])[0]
         dists = (res.get("distances") or [[1.0] * len(ids)])[0]
@@ -175,27 +195,16 @@ class ChromaIndex:
 
     def fingerprints(self, user_id: str) -> dict[str, str]:
         """Return, per vector id of a user, the fingerprint of the text it was made from."""
-        col = self._collection(user_id, create=False)
-        if col is None:
+        got = self._call(user_id, False, lambda col: col.get(include=["metadatas"]), None)
+        if got is None:
             return {}
-        try:
-            got = col.get(include=["metadatas"])
-        except Exception as exc:
-            raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
         metas = got.get("metadatas") or [{}] * len(got["ids"])
         return {i: str((m or {}).get("h", "")) for i, m in zip(got["ids"], metas, strict=True)}
 
     def delete(self, user_id: str, ids: list[str]) -> None:
         """Delete vectors by id; ids that are absent are ignored."""
-        if not ids:
-            return
-        col = self._collection(user_id, create=False)
-        if col is None:
-            return
-        try:
-            col.delete(ids=ids)
-        except Exception as exc:
-            raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+        if ids:
+            self._call(user_id, False, lambda col: col.delete(ids=ids), None)
 
     def drop_user(self, user_id: str) -> None:
         """Delete the whole collection of a user."""

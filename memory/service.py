@@ -442,19 +442,23 @@ class MemoryService:
 
         """
         user_id = check_user_id(user_id)
-        records = self.list(user_id, include_inactive=True)
-        for rec in records:
-            self.store.delete(namespace(user_id, rec.kind), rec.id)
-        if self.index is not None:
-            self.index.drop_user(user_id)
-        for item in self._all(("index_repair", user_id)):
-            self.store.delete(item.namespace, item.key)
+        # Threads and store records first: they hold the words themselves. If the index is
+        # down, its drop is recorded as a repair; recall never serves a vector without its
+        # store record, and `reindex` finishes the job.
         threads = self._all((THREADS_ROOT, user_id))
         if self.checkpointer is not None:
             for item in threads:
                 self.checkpointer.delete_thread(item.key)
         for item in threads:
             self.store.delete(item.namespace, item.key)
+        records = self.list(user_id, include_inactive=True)
+        for rec in records:
+            self.store.delete(namespace(user_id, rec.kind), rec.id)
+        for item in self._all((REPAIR_ROOT, user_id)):
+            self.store.delete(item.namespace, item.key)
+        if self.index is not None:
+            index = self.index
+            self._index_call(user_id, "drop_user", lambda: index.drop_user(user_id))
         return len(records)
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
@@ -480,7 +484,7 @@ class MemoryService:
         """
         if self.index is None:
             raise RuntimeError("no index is configured")
-        users = [check_user_id(user_id)] if user_id else self.users()
+        users = [check_user_id(user_id)] if user_id else self.users(with_repairs=True)
         out = {}
         for uid in users:
             self.index.drop_user(uid)
@@ -491,10 +495,19 @@ class MemoryService:
             out[uid] = len(active)
         return out
 
-    def users(self) -> builtins.list[str]:
-        """Return every user that has memories in the store."""
-        found = self.store.list_namespaces(prefix=(NAMESPACE_ROOT,), max_depth=2, limit=100_000)
-        return sorted({ns[1] for ns in found if len(ns) >= 2})
+    def users(self, *, with_repairs: bool = False) -> builtins.list[str]:
+        """Return every user that has memories in the store.
+
+        Args:
+            with_repairs: Also users with failed index writes waiting (e.g. a deleted user
+                whose collection could not be dropped yet).
+        """
+        roots = (NAMESPACE_ROOT, REPAIR_ROOT) if with_repairs else (NAMESPACE_ROOT,)
+        found = set()
+        for root in roots:
+            spaces = self.store.list_namespaces(prefix=(root,), max_depth=2, limit=100_000)
+            found |= {ns[1] for ns in spaces if len(ns) >= 2}
+        return sorted(found)
 
     # --- internals -------------------------------------------------------------------------
 
@@ -606,5 +619,8 @@ class MemoryService:
     adelete_user = _in_thread(delete_user)
     aremember_thread = _in_thread(remember_thread)
     amark_recalled = _in_thread(mark_recalled)
+    athreads = _in_thread(threads)
+    apending_repairs = _in_thread(pending_repairs)
+    ausers = _in_thread(users)
     aconsolidate = _in_thread(consolidate)
     areindex = _in_thread(reindex)

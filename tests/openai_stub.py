@@ -26,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import threading
@@ -317,10 +318,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 self._error(404, f"the OpenAI stub does not implement POST {path}")
         except Exception as exc:  # a broken test handler must show up, not hang the client
             self.owner.errors.append(exc)
-            try:
+            with contextlib.suppress(OSError):
                 self._error(500, f"stub handler failed: {exc!r}", "server_error")
-            except OSError:
-                pass
 
     # --- endpoints -----------------------------------------------------------------------
 
@@ -333,7 +332,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         cid = self.owner._next_id()
         model = body.get("model") or self.owner.model_name
         created = int(time.time())
-        prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", []))
+        messages = body.get("messages", [])
+        prompt_tokens = sum(len(str(m.get("content", ""))) // 4 + 1 for m in messages)
         completion_tokens = len(reply.content) // 4 + 1
         usage = {
             "prompt_tokens": prompt_tokens,
@@ -353,9 +353,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
             return {
                 "id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+                "choices": [choice],
             }  # fmt: skip
 
         self.send_response(200)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -101,10 +102,8 @@ class ServerProcess:
             except ProcessLookupError:
                 pass
         # Workers may outlive a leader that exited on SIGTERM.
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self._log.close()
 
 

@@ -29,6 +29,7 @@ def dev_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
     """`langgraph dev` serving the repo's graph from a scratch directory.
 
     Running from a tmp dir keeps `.langgraph_api/` and memory files out of the repo.
+    No `--allow-blocking`: blockbuster stays on, so a node that blocks the loop fails its run.
     """
     work = servers.tmp / "langgraph-dev"
     work.mkdir()
@@ -69,17 +70,15 @@ async def client(dev_server: tuple[str, ServerProcess]) -> AsyncIterator[LangGra
         print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
 
 
-async def _turn(lg: LangGraphClient, user: str | None, text: str) -> dict[str, Any]:
+async def _turn(lg: LangGraphClient, user: str, text: str) -> dict[str, Any]:
     """Run one turn in a new thread and return the thread's final state values."""
     thread = await lg.threads.create()
-    context = {"user_id": user} if user is not None else None
-    await lg.runs.wait(
-        thread["thread_id"], GRAPH,
-        input={"messages": [{"role": "user", "content": text}]},
-        context=context,
-    )  # fmt: skip
+    turn: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
+    await lg.runs.wait(thread["thread_id"], GRAPH, input=turn, context={"user_id": user})
     state = await lg.threads.get_state(thread["thread_id"])
-    return dict(state["values"])
+    values = state["values"]
+    assert isinstance(values, dict), values
+    return values
 
 
 def _reply(values: dict[str, Any]) -> str:
@@ -128,7 +127,7 @@ async def test_memories_follow_the_user_across_threads(client: LangGraphClient) 
 async def test_run_without_user_id_fails(client: LangGraphClient) -> None:
     thread = await client.threads.create()
     tid = thread["thread_id"]
-    payload = {"messages": [{"role": "user", "content": "I'm vegetarian."}]}
+    payload: dict[str, Any] = {"messages": [{"role": "user", "content": "I'm vegetarian."}]}
 
     # The SDK turns a failed run's `__error__` into a bare Exception "<type>: <message>".
     with pytest.raises(Exception, match="user_id") as failed:
@@ -144,5 +143,6 @@ async def test_run_without_user_id_fails(client: LangGraphClient) -> None:
     assert [r["status"] for r in runs] == ["error", "error"]
     # Nothing ran past load_memory: no answer, nothing saved.
     values = (await client.threads.get_state(tid))["values"] or {}
+    assert isinstance(values, dict), values
     assert not any(m.get("type") == "ai" for m in values.get("messages", []))
     assert not values.get("saved")

@@ -1,0 +1,316 @@
+"""The Postgres backends against a real PostgreSQL server on loopback.
+
+The server is `TEST_DATABASE_URL`, or else `postgresql://postgres@127.0.0.1:5432/test`
+(then role `root`); the tests that need it are skipped when none answers. Each test works
+on its own user and thread ids (a uuid suffix) and deletes its rows afterwards, so runs
+never drop or share tables. The unreachable-server tests need no server at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from agent.cli import main as cli_main
+from agent.runner import open_session
+from agent.settings import Settings
+from memory.backends import BackendConfig, BackendUnavailable, aopen_backends, open_backends
+from memory.service import MemoryNotFound, MemoryService
+
+pytestmark = pytest.mark.integration
+
+CANDIDATE_URLS = (
+    "postgresql://postgres@127.0.0.1:5432/test",
+    "postgresql://root@127.0.0.1:5432/test",
+)
+CHECKPOINT_TABLES = ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
+
+
+def _reachable(url: str) -> bool:
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("select 1")
+        return True
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> str:
+    """A reachable Postgres URL with the checkpointer and store tables created."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+
+    explicit = os.environ.get("TEST_DATABASE_URL")
+    urls = (explicit,) if explicit else CANDIDATE_URLS
+    url = next((u for u in urls if _reachable(u)), None)
+    if url is None:
+        pytest.skip(f"no PostgreSQL answers at {', '.join(urls)}")
+    for attempt in range(3):  # another test process may be creating the tables right now
+        try:
+            with PostgresSaver.from_conn_string(url) as saver:
+                saver.setup()
+            with PostgresStore.from_conn_string(url) as store:
+                store.setup()
+            break
+        except psycopg.errors.UniqueViolation:
+            if attempt == 2:
+                raise
+    return url
+
+
+def _delete_rows(url: str, user_ids: list[str]) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        for user in user_ids:
+            for root in ("memories", "threads", "index_repair"):
+                conn.execute(
+                    "delete from store where prefix = %s or prefix like %s",
+                    (f"{root}.{user}", f"{root}.{user}.%"),
+                )
+            for table in CHECKPOINT_TABLES:
+                conn.execute(f"delete from {table} where thread_id like %s", (f"{user}%",))
+
+
+@pytest.fixture
+def new_user(pg_url: str) -> Iterator[Callable[..., str]]:
+    """Return a factory of unique user ids; their rows are deleted after the test."""
+    made: list[str] = []
+    run = uuid.uuid4().hex[:10]
+
+    def make(label: str = "u") -> str:
+        made.append(f"pg-{run}-{label}")
+        return made[-1]
+
+    yield make
+    _delete_rows(pg_url, made)
+
+
+def _count(url: str, sql: str, *params: object) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql, params).fetchone()
+        assert row is not None
+        return int(row[0])
+
+
+# --- (a) the app restarts on Postgres -----------------------------------------------------------
+
+
+async def test_threads_and_memories_survive_a_restart(
+    pg_url: str, new_user, tmp_path: Path
+) -> None:
+    user = new_user()
+    thread_a, thread_b = f"{user}-A", f"{user}-B"
+    settings = Settings(backend=BackendConfig(database_url=pg_url, home=str(tmp_path)))
+    statement = "I'm vegetarian and I live in Berlin."
+    expected = {"User is vegetarian.", "User lives in Berlin."}
+
+    async with open_session(settings, setup=True) as session:
+        r1 = await session.turn(user, thread_a, statement)
+        assert sorted(r1.saved) == [
+            "added: [fact profile.city] User lives in Berlin.",
+            "added: [preference diet.type] User is vegetarian.",
+        ]
+        first_reply = r1.reply
+
+    # It went to Postgres, not to SQLite files in the home directory.
+    assert not (tmp_path / "checkpoints.sqlite").exists()
+    assert not (tmp_path / "store.sqlite").exists()
+    assert _count(pg_url, "select count(*) from checkpoints where thread_id = %s", thread_a) > 0
+    stored = _count(pg_url, "select count(*) from store where prefix like %s", f"memories.{user}.%")
+    assert stored == 2
+
+    async with open_session(settings) as session:  # a new app object on the same database
+        config = {"configurable": {"thread_id": thread_a}}
+        state = await session.graph.aget_state(config)
+        assert [m.type for m in state.values["messages"]] == ["human", "ai"]
+        assert [m.content for m in state.values["messages"]] == [statement, first_reply]
+
+        r2 = await session.turn(user, thread_b, "What should I cook for dinner tonight?")
+        assert {m["content"] for m in r2.recalled} == expected
+        assert r2.saved == []
+        assert "User is vegetarian." in r2.reply  # the offline model answers from the block
+
+        # Saying it again in another thread reinforces; it does not duplicate.
+        r3 = await session.turn(user, thread_b, statement)
+        assert sorted(r3.saved) == [
+            "reinforced: [fact profile.city] User lives in Berlin.",
+            "reinforced: [preference diet.type] User is vegetarian.",
+        ]
+        active = await session.service.alist(user)
+        assert sorted(r.content for r in active) == sorted(expected)
+        assert len(await session.service.alist(user, include_inactive=True)) == 2
+        for rec in active:
+            assert [h.action for h in rec.history] == ["reinforced"]
+            assert rec.confidence > rec.history[0].confidence
+        assert sorted(await asyncio.to_thread(session.service.threads, user)) == sorted(
+            [thread_a, thread_b]
+        )
+        state_b = await session.graph.aget_state({"configurable": {"thread_id": thread_b}})
+        assert len(state_b.values["messages"]) == 4
+
+        # Deleting the user removes memories and both threads' checkpoints.
+        assert await session.service.adelete_user(user) == 2
+        assert await session.service.alist(user, include_inactive=True) == []
+        for thread in (thread_a, thread_b):
+            gone = await session.graph.aget_state({"configurable": {"thread_id": thread}})
+            assert gone.values == {}
+    left = _count(pg_url, "select count(*) from checkpoints where thread_id like %s", f"{user}%")
+    assert left == 0
+
+
+# --- (b) the sync path ----------------------------------------------------------------------------
+
+
+def test_sync_memory_service_on_postgres(pg_url: str, new_user, tmp_path: Path) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+
+    user, other = new_user("me"), new_user("other")
+    config = BackendConfig(database_url=pg_url, home=str(tmp_path))
+    with open_backends(config, setup=True) as b:
+        assert isinstance(b.store, PostgresStore)
+        assert isinstance(b.checkpointer, PostgresSaver)
+        svc = MemoryService(b.store, b.index, checkpointer=b.checkpointer)
+
+        (berlin,) = svc.add(user, "User lives in Berlin.", subject="profile.city", value="Berlin")
+        assert berlin.action == "added"
+        svc.add(user, "User is vegetarian.", kind="preference", subject="diet.type")
+        svc.add(other, "User lives in Paris.", subject="profile.city", value="Paris")
+
+        hits = svc.search(user, "Which city does the user live in?", k=8)
+        assert [h.record.content for h in hits][0] == "User lives in Berlin."
+        assert {h.record.content for h in hits} == {"User lives in Berlin.", "User is vegetarian."}
+        assert all(h.record.user_id == user for h in hits)
+
+        # Same subject, new value: the old one is superseded, in history, out of recall.
+        moved = svc.add(user, "User lives in Munich.", subject="profile.city", value="Munich")
+        assert [c.action for c in moved] == ["added", "superseded"]
+        munich = moved[0].record
+        assert {r.content for r in svc.list(user)} == {
+            "User lives in Munich.",
+            "User is vegetarian.",
+        }
+        old = svc.get(user, berlin.record.id)
+        assert old.status == "superseded" and old.superseded_by == munich.id
+        assert "User lives in Berlin." not in {
+            h.record.content for h in svc.search(user, "Berlin", k=8)
+        }
+
+        # Hard forget: gone from the store and from the index.
+        assert munich.id in b.index.ids(user)
+        svc.forget(user, munich.id, hard=True)
+        with pytest.raises(MemoryNotFound):
+            svc.get(user, munich.id)
+        assert munich.id not in b.index.ids(user)
+        assert munich.id not in {h.record.id for h in svc.search(user, "Munich", k=8)}
+
+        # A thread of the user in the Postgres checkpointer.
+        thread = f"{user}-t1"
+        cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+        b.checkpointer.put(cfg, empty_checkpoint(), {"source": "input", "step": -1}, {})
+        svc.remember_thread(user, thread)
+        assert b.checkpointer.get_tuple(cfg) is not None
+
+        assert svc.delete_user(user) == 2  # Berlin (superseded) and vegetarian
+        assert svc.list(user, include_inactive=True) == []
+        assert b.index.ids(user) == set()
+        assert svc.threads(user) == []
+        assert b.checkpointer.get_tuple(cfg) is None
+        assert user not in svc.users()
+        assert {r.content for r in svc.list(other)} == {"User lives in Paris."}
+
+    with open_backends(config) as b:  # a fresh pool sees what was committed
+        svc = MemoryService(b.store, b.index)
+        assert {r.content for r in svc.list(other)} == {"User lives in Paris."}
+        assert svc.list(user, include_inactive=True) == []
+        assert other in svc.users()
+
+
+# --- (c) an unreachable server --------------------------------------------------------------------
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port nobody listens on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _check_message(exc: BaseException, port: int) -> None:
+    msg = str(exc)
+    assert f"127.0.0.1:{port}" in msg
+    assert "secret" not in msg
+    assert "DATABASE_URL" in msg  # says what to fix
+
+
+def _no_secret_logged(caplog: pytest.LogCaptureFixture) -> None:
+    assert not [r for r in caplog.records if "secret" in r.getMessage()]
+
+
+async def test_aopen_backends_unreachable_postgres(
+    closed_port: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    url = f"postgresql://user:secret@127.0.0.1:{closed_port}/x"
+    config = BackendConfig(database_url=url, home=str(tmp_path))
+    with pytest.raises(BackendUnavailable) as info:
+        async with aopen_backends(config):
+            pytest.fail("opened backends on a closed port")
+    _check_message(info.value, closed_port)
+    _no_secret_logged(caplog)
+    assert "secret" not in config.describe()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        pytest.param("postgresql://user:secret@127.0.0.1:{port}/x", id="password-in-userinfo"),
+        pytest.param(
+            "postgresql://user@127.0.0.1:{port}/x?password=secret", id="password-in-query"
+        ),
+        pytest.param("host=127.0.0.1 port={port} dbname=x password=secret", id="keywords"),
+    ],
+)
+def test_open_backends_unreachable_postgres(
+    url: str, closed_port: int, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    config = BackendConfig(database_url=url.format(port=closed_port), home=str(tmp_path))
+    with pytest.raises(BackendUnavailable) as info, open_backends(config):
+        pytest.fail("opened backends on a closed port")
+    _check_message(info.value, closed_port)
+    _no_secret_logged(caplog)
+
+
+def test_cli_reports_unreachable_postgres(
+    closed_port: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("POSTGRES_URI", "OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORY_AGENT_MODEL",
+                 "MEMORY_AGENT_EMBEDDINGS", "CHROMA_HOST", "CHROMA_PATH"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DATABASE_URL", f"postgresql://user:secret@127.0.0.1:{closed_port}/x")
+    monkeypatch.setenv("MEMORY_AGENT_HOME", str(tmp_path / "home"))
+
+    code = cli_main(["memories", "list", "--user", "alice"])
+
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: cannot connect to Postgres at ")
+    assert f"127.0.0.1:{closed_port}" in lines[0]
+    assert "secret" not in err
