@@ -52,6 +52,25 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("setup", help="create the Postgres tables (the embedded default needs none)")
 
+    mcp = sub.add_parser(
+        "mcp", help="serve memory to MCP clients (stdio, or --http with bearer tokens)"
+    )
+    mcp.add_argument(
+        "--user", help="stdio: whose memory to serve (default: $MEMORY_AGENT_MCP_USER)"
+    )
+    mcp.add_argument(
+        "--agent", help="stdio: agent id recorded on writes (default: MEMORY_AGENT_ID)"
+    )
+    mcp.add_argument("--read-only", action="store_true", help="stdio: refuse remember and forget")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    mcp.add_argument("--host", default="127.0.0.1")
+    mcp.add_argument("--port", type=int, default=8765)
+    mcp.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="HTTP: JSON file mapping bearer tokens to users (default: $MEMORY_AGENT_MCP_TOKENS)",
+    )
+
     reindex = sub.add_parser("reindex", help="rebuild the Chroma index from the store")
     reindex.add_argument("--user", help="only this user (default: all)")
 
@@ -283,6 +302,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_chat(args, settings))
         if args.command == "setup":
             return asyncio.run(_setup(settings))
+        if args.command == "mcp":
+            from agent.mcp_server import run as run_mcp
+
+            return run_mcp(args, settings)
         if args.command == "consolidate":
             return _consolidate(args, settings)
         if args.command == "reindex":

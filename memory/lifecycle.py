@@ -214,8 +214,18 @@ def mentions(words: str, record: MemoryRecord) -> float:
 
 
 def negation_targets(phrase: str, records: list[MemoryRecord]) -> list[MemoryRecord]:
-    """Return the active records a negation ("I no longer drink coffee") ends."""
-    return [r for r in records if r.status == "active" and mentions(phrase, r) >= 0.6]
+    """Return the active records a negation ("I no longer drink coffee") ends.
+
+    In English the verb is dropped before matching ("drink coffee" → "coffee"), since the
+    earlier statement may have used another one ("User likes coffee.").
+    """
+    words = phrase.split()
+    obj = " ".join(words[1:]) if len(words) > 1 else phrase
+    return [
+        r
+        for r in records
+        if r.status == "active" and max(mentions(phrase, r), mentions(obj, r)) >= 0.6
+    ]
 
 
 def forget_targets(
@@ -274,7 +284,8 @@ def consolidate(
 ) -> list[Change]:
     """Tidy one user's memories: sweep expired, merge duplicates, resolve, archive cold.
 
-    Idempotent: running it on its own output returns no changes.
+    Idempotent: running it on its own output returns no changes. A record may appear in
+    several changes; each carries the same (edited) record object.
     """
     policy = policy or Policy()
     changes: list[Change] = []
@@ -332,17 +343,10 @@ def consolidate(
             r.status = "archived"
             r.updated_at = now
             changes.append(Change("archived", r))
-    return _dedupe(changes)
+    return changes
 
 
 def _near_duplicate(a: MemoryRecord, b: MemoryRecord) -> bool:
     x, y = normalize_text(a.content), normalize_text(b.content)
     return x == y or (min(len(x), len(y)) >= 4 and _overlap(x, y) >= 0.8 and _overlap(y, x) >= 0.8)
 
-
-def _dedupe(changes: list[Change]) -> list[Change]:
-    """Keep the last change per record; the record object carries every edit."""
-    last: dict[str, Change] = {}
-    for c in changes:
-        last[c.record.id] = c
-    return list(last.values())

@@ -96,7 +96,7 @@ class Source(BaseModel):
     message_ids: list[str] = Field(default_factory=list)
     said_at: datetime | None = None
     via: str = "conversation"
-    """`conversation`, `cli`, `api` or `import`."""
+    """`conversation`, `cli`, `api`, `mcp` or `import`."""
 
 
 class HistoryEntry(BaseModel):

@@ -357,7 +357,8 @@ class MemoryService:
                 if c.action != "superseded":
                     report.changes.append(f"{uid}: {c.describe()}")
             if not dry_run:
-                self._write(uid, changes, index=False)
+                unique = {c.record.id: c for c in changes}
+                self._write(uid, list(unique.values()), index=False)
             if self.index is not None:
                 self._repair_index(uid, records, now, dry_run, report)
         return report

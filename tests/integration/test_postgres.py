@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import socket
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -28,70 +25,7 @@ from memory.service import MemoryNotFound, MemoryService
 
 pytestmark = pytest.mark.integration
 
-CANDIDATE_URLS = (
-    "postgresql://postgres@127.0.0.1:5432/test",
-    "postgresql://root@127.0.0.1:5432/test",
-)
 CHECKPOINT_TABLES = ("checkpoint_writes", "checkpoint_blobs", "checkpoints")
-
-
-def _reachable(url: str) -> bool:
-    try:
-        with psycopg.connect(url, connect_timeout=3) as conn:
-            conn.execute("select 1")
-        return True
-    except psycopg.Error:
-        return False
-
-
-@pytest.fixture(scope="module")
-def pg_url() -> str:
-    """A reachable Postgres URL with the checkpointer and store tables created."""
-    from langgraph.checkpoint.postgres import PostgresSaver
-    from langgraph.store.postgres import PostgresStore
-
-    explicit = os.environ.get("TEST_DATABASE_URL")
-    urls = (explicit,) if explicit else CANDIDATE_URLS
-    url = next((u for u in urls if _reachable(u)), None)
-    if url is None:
-        pytest.skip(f"no PostgreSQL answers at {', '.join(urls)}")
-    for attempt in range(3):  # another test process may be creating the tables right now
-        try:
-            with PostgresSaver.from_conn_string(url) as saver:
-                saver.setup()
-            with PostgresStore.from_conn_string(url) as store:
-                store.setup()
-            break
-        except psycopg.errors.UniqueViolation:
-            if attempt == 2:
-                raise
-    return url
-
-
-def _delete_rows(url: str, user_ids: list[str]) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        for user in user_ids:
-            for root in ("memories", "threads", "index_repair"):
-                conn.execute(
-                    "delete from store where prefix = %s or prefix like %s",
-                    (f"{root}.{user}", f"{root}.{user}.%"),
-                )
-            for table in CHECKPOINT_TABLES:
-                conn.execute(f"delete from {table} where thread_id like %s", (f"{user}%",))
-
-
-@pytest.fixture
-def new_user(pg_url: str) -> Iterator[Callable[..., str]]:
-    """Return a factory of unique user ids; their rows are deleted after the test."""
-    made: list[str] = []
-    run = uuid.uuid4().hex[:10]
-
-    def make(label: str = "u") -> str:
-        made.append(f"pg-{run}-{label}")
-        return made[-1]
-
-    yield make
-    _delete_rows(pg_url, made)
 
 
 def _count(url: str, sql: str, *params: object) -> int:
