@@ -15,6 +15,7 @@ from typing import Any
 
 from agent.settings import Settings
 from graphs.nodes import InvalidMessage, check_message
+from memory.access import AccessDenied
 from memory.backends import Backends, BackendUnavailable, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
 from memory.records import InvalidUserId, MemoryRecord, check_user_id
@@ -24,6 +25,7 @@ from memory.service import ConsolidationReport, MemoryNotFound, MemoryService
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 USER_ERRORS = (
+    AccessDenied,
     InvalidUserId,
     InvalidMessage,
     BackendUnavailable,
@@ -139,6 +141,7 @@ def _service(b: Backends, settings: Settings) -> MemoryService:
         agent_id=settings.agent_id,
         checkpointer=b.checkpointer,
         policy=settings.policy,
+        access=settings.access,
     )
 
 

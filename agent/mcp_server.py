@@ -42,6 +42,7 @@ from starlette.responses import JSONResponse  # noqa: E402
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
 from agent.settings import Settings  # noqa: E402
+from memory.access import AccessDenied  # noqa: E402
 from memory.backends import Backends, BackendUnavailable, aopen_backends  # noqa: E402
 from memory.index import IndexMismatch, IndexUnavailable  # noqa: E402
 from memory.records import InvalidUserId, MemoryRecord, Source, check_user_id  # noqa: E402
@@ -62,6 +63,7 @@ SCOPE_WRITE = "memory:write"
 
 # Failures the caller can act on: reported to the client as tool errors with their message.
 _TOOL_ERRORS = (
+    AccessDenied,
     MemoryNotFound,
     InvalidUserId,
     IndexUnavailable,
@@ -297,6 +299,7 @@ class MemoryTools:
                 agent_id=who.agent,
                 checkpointer=b.checkpointer,
                 policy=self.settings.policy,
+                access=self.settings.access,
             )
             self._services[who.agent] = svc
         return svc

@@ -19,6 +19,7 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from memory.block import parse_block
 from memory.extraction import extract_rules, has_cjk
+from memory.summary import extractive_summary
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
 
@@ -42,12 +43,67 @@ def _as_messages(value: Any) -> list[BaseMessage]:
     return list(value)
 
 
+_GOAL = re.compile(
+    r"^(?:my goal is|the goal is|my task is|our goal is)\s+(.+?)(?=[.。!！?？]|$)"
+    r"|^(?:我的目标是|目标是|任务是)(.+?)(?=[.。!！?？]|$)",
+    re.I,
+)
+_PLAN = re.compile(r"(?:^|\b)(?:plan|steps)\s*[:：]\s*(.+)|计划[:：]\s*(.+)|步骤[:：]\s*(.+)", re.I)
+_DONE = re.compile(
+    r"^(?:i(?:'m| am| have)? )?(?:done with|finished|completed)\s+(.+)"
+    r"|^(?:我)?(?:完成了|做完了)(.+)",
+    re.I,
+)
+_FINISHED = re.compile(
+    r"\b(?:task is (?:done|finished|complete)|all done)\b|任务完成|全部完成|都完成了", re.I
+)
+_DONE_LINE = re.compile(r"^- (?:Done|已完成): (.+)$", re.M)
+
+
+def plan_update(text: str, system: str) -> dict[str, Any] | None:
+    """Return `UpdateWorkingMemory` arguments if the user states a goal, plan or progress."""
+    text = text.strip()
+    if _FINISHED.search(text):
+        return {"finished": True}
+    args: dict[str, Any] = {}
+    if m := _GOAL.search(text):
+        args["goal"] = (m.group(1) or m.group(2)).strip(" 。.")
+    if m := _PLAN.search(text):
+        body = next(g for g in m.groups() if g)
+        steps = [s.strip(" .。") for s in re.split(r"[,，;；、]|\s\d+[.)]\s*|\bthen\b", body)]
+        args["steps"] = [s for s in steps if s]
+        if args["steps"]:
+            args["next"] = args["steps"][0]
+    if m := _DONE.search(text):
+        item = (m.group(1) or m.group(2)).strip(" 。.")
+        before = _DONE_LINE.search(system)
+        done = [d.strip() for d in before.group(1).split(";")] if before else []
+        args["done"] = [*done, item]
+    return args or None
+
+
+def _summarize(messages: list[BaseMessage], include_raw: bool) -> Any:
+    transcript = _last_human(messages)
+    users = [line[len("user: ") :] for line in transcript.splitlines() if line.startswith("user: ")]
+    parsed = extractive_summary(users, None)
+    if include_raw:
+        return {"raw": AIMessage(parsed.model_dump_json()), "parsed": parsed, "parsing_error": None}
+    return parsed
+
+
 class OfflineChatModel(BaseChatModel):
     """A deterministic stand-in for an LLM, so the template runs with no key and no network."""
 
     @property
     def _llm_type(self) -> str:
         return "memory-agent-offline"
+
+    tools_bound: bool = False
+    """Set by `bind_tools`: the model may then call `UpdateWorkingMemory`."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OfflineChatModel:  # type: ignore[override]
+        """Return a copy that states plans through `UpdateWorkingMemory` tool calls."""
+        return self.model_copy(update={"tools_bound": True})
 
     def _generate(
         self,
@@ -58,6 +114,12 @@ class OfflineChatModel(BaseChatModel):
     ) -> ChatResult:
         system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
         question = _last_human(messages)
+        if self.tools_bound and messages and isinstance(messages[-1], HumanMessage):
+            args = plan_update(question, system)
+            if args is not None:
+                call = {"name": "UpdateWorkingMemory", "args": args, "id": f"plan-{len(messages)}"}
+                message = AIMessage("", tool_calls=[call])
+                return ChatResult(generations=[ChatGeneration(message=message)])
         reply = self.reply(question, parse_block(system))
         return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
 
@@ -85,10 +147,14 @@ class OfflineChatModel(BaseChatModel):
     def with_structured_output(  # type: ignore[override]
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
-        """Return a runnable that fills `Extraction` with the rule-based extractor."""
+        """Return a runnable filling `Extraction` (rules) or `ThreadSummary` (extractive)."""
         title = schema.get("title") if isinstance(schema, dict) else getattr(schema, "__name__", "")
+        if title == "ThreadSummary":
+            return RunnableLambda(
+                lambda value: _summarize(_as_messages(value), include_raw), name="offline_summary"
+            )
         if title != "Extraction":
-            raise NotImplementedError("the offline model only produces memory extractions")
+            raise NotImplementedError("the offline model only produces extractions and summaries")
 
         def run(value: Any) -> Any:
             messages = _as_messages(value)

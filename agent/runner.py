@@ -71,5 +71,6 @@ async def open_session(settings: Settings, *, setup: bool = False) -> AsyncItera
             agent_id=settings.agent_id,
             checkpointer=backends.checkpointer,
             policy=settings.policy,
+            access=settings.access,
         )
         yield Session(graph, backends, service, settings)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, cast
 
+from memory.access import AccessPolicy
 from memory.backends import BackendConfig
 from memory.lifecycle import Policy
 
@@ -44,9 +45,11 @@ class Settings:
         agent_id: Recorded on every memory this agent writes.
         recall_k: How many memories load_memory puts in the prompt.
         context_tokens: Token budget of what the chat node sends to the model.
+        summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
         max_message_chars: Longest user message accepted.
         backend: Where memory lives.
         policy: Lifecycle rules: what to trust, when to archive, what is too sensitive.
+        access: Which agent may read and write which memories; None: every agent everything.
 
     """
 
@@ -56,9 +59,11 @@ class Settings:
     agent_id: str = "memory-agent"
     recall_k: int = 8
     context_tokens: int = 8000
+    summary_tokens: int = 3000
     max_message_chars: int = 32_000
     backend: BackendConfig = field(default_factory=BackendConfig)
     policy: Policy = field(default_factory=Policy)
+    access: AccessPolicy | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -77,6 +82,11 @@ class Settings:
             archive_after=timedelta(days=_float("MEMORY_AGENT_ARCHIVE_DAYS", 180)),
             sensitive=cast(Literal["drop", "redact"], sensitive),
         )
+        access_file = env.get("MEMORY_AGENT_ACCESS_POLICY") or None
+        try:
+            access = AccessPolicy.load(access_file) if access_file else None
+        except ValueError as exc:
+            raise ValueError(f"MEMORY_AGENT_ACCESS_POLICY: {exc}") from exc
         return cls(
             model=model,
             openai_api_key=key,
@@ -84,8 +94,10 @@ class Settings:
             agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
             recall_k=_int("MEMORY_AGENT_RECALL_K", 8),
             context_tokens=_int("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
+            summary_tokens=_int("MEMORY_AGENT_SUMMARY_TOKENS", 3000),
             max_message_chars=_int("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
             policy=policy,
+            access=access,
             backend=BackendConfig(
                 home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
                 database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,

@@ -10,7 +10,7 @@ from graphs.state import InputState, State
 
 
 def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, State]:
-    """Return the uncompiled graph `load_memory → chat → extract → save`."""
+    """Return the uncompiled graph `load_memory → chat → extract → save [→ summarize]`."""
     nodes = MemoryNodes(deps)
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)
     builder.add_node("load_memory", nodes.load_memory)
@@ -20,6 +20,8 @@ def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, Stat
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "chat")
     builder.add_edge("chat", "extract")
+    builder.add_node("summarize", nodes.summarize)
     builder.add_edge("extract", "save")
-    builder.add_edge("save", END)
+    builder.add_conditional_edges("save", nodes.needs_summary, ["summarize", END])
+    builder.add_edge("summarize", END)
     return builder

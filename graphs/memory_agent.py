@@ -57,7 +57,9 @@ def make_deps(
         agent_id=cfg.agent_id,
         recall_k=cfg.recall_k,
         context_tokens=cfg.context_tokens,
+        summary_tokens=cfg.summary_tokens,
         max_message_chars=cfg.max_message_chars,
+        access=cfg.access,
     )
 
 

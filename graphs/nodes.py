@@ -21,14 +21,19 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolMessage,
 )
-from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 from langgraph.config import get_config
+from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 import prompts
 from graphs.context import Context, user_of
 from graphs.state import State
+from graphs.tools import TOOLS, apply_working_memory, render_working_memory
+from graphs.window import ContextOverflow, build_window, tokens
+from graphs.window import _turns as _split_turns
+from memory.access import AccessPolicy, describe_refused
 from memory.block import format_block
 from memory.extraction import Extraction, coerce_extraction, has_cjk
 from memory.index import ChromaIndex
@@ -36,11 +41,17 @@ from memory.lifecycle import Policy
 from memory.privacy import describe as describe_withheld
 from memory.records import Source, utcnow
 from memory.service import MemoryService
+from memory.summary import ThreadSummary
+from memory.summary import merge as merge_summary
+from memory.summary import render as render_summary
 
 log = logging.getLogger(__name__)
 ANSWER_RESERVE_TOKENS = 1024
 EXTRACTION_SCHEMA = Extraction.model_json_schema()
-for _name in ("system", "extract"):  # read templates now, not from inside the event loop
+SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
+MAX_TOOL_ROUNDS = 2
+KEEP_RECENT_TURNS = 2
+for _name in ("system", "extract", "summary"):  # read templates now, not from inside the event loop
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
 QUERY_CONTEXT_MESSAGES = 2
@@ -61,7 +72,9 @@ class AgentDeps:
         agent_id: Default writer of memories.
         recall_k: Default number of memories recalled per turn.
         context_tokens: Token budget of one chat call.
+        summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
         max_message_chars: Longest user message accepted.
+        access: Which memories each agent may read and write (None: all of them).
 
     """
 
@@ -71,7 +84,9 @@ class AgentDeps:
     agent_id: str = "memory-agent"
     recall_k: int = 8
     context_tokens: int = 8000
+    summary_tokens: int = 3000
     max_message_chars: int = 32_000
+    access: AccessPolicy | None = None
 
 
 def check_message(text: str, max_chars: int) -> str:
@@ -96,6 +111,10 @@ def _text(message: BaseMessage) -> str:
         return message.content
     parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in message.content]
     return " ".join(parts)
+
+
+def _one_line(message: BaseMessage) -> str:
+    return " ".join(_text(message).split())
 
 
 def _humans(messages: list[AnyMessage]) -> list[HumanMessage]:
@@ -126,7 +145,10 @@ class MemoryNodes:
         agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or self.deps.agent_id
         # Opening Chroma touches disk or the network: keep it off the event loop.
         index = await asyncio.to_thread(self.deps.index)
-        return MemoryService(runtime.store, index, agent_id=agent_id, policy=self.deps.policy)
+        deps = self.deps
+        return MemoryService(
+            runtime.store, index, agent_id=agent_id, policy=deps.policy, access=deps.access
+        )
 
     async def _model(self, runtime: Runtime[Context]) -> BaseChatModel:
         ctx = runtime.context
@@ -160,37 +182,129 @@ class MemoryNodes:
             "turn_time": now.isoformat(),
         }
 
+    def _system(self, state: State, lang: str, working: dict[str, Any] | None) -> SystemMessage:
+        zh = lang == "zh"
+        block = state.get("memory_block") or ("（无）" if zh else "(nothing yet)")
+        parts = [render_working_memory(working, zh)]
+        if state.get("summary"):
+            summary = ThreadSummary.model_validate(state["summary"])
+            parts.insert(0, render_summary(summary, state.get("summary_count", 0), zh))
+        return SystemMessage(
+            prompts.render(
+                "system",
+                lang,
+                now=_turn_time(state).isoformat(),
+                memory_block=block,
+                short_term="\n\n".join(p for p in parts if p),
+            )
+        )
+
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Answer with the memory block in the system prompt and the trimmed thread."""
-        messages = state.get("messages", [])
+        """Answer from the memory block, the rolling summary, working memory and the thread.
+
+        The model may call `UpdateWorkingMemory`; the call and its result are kept in the
+        thread, and the model is asked again (without tools) for its answer.
+        """
+        messages = list(state.get("messages", []))
         humans = _humans(messages)
         lang = "zh" if humans and has_cjk(_text(humans[-1])) else "en"
-        block = state.get("memory_block") or ("（无）" if lang == "zh" else "(nothing yet)")
-        system = SystemMessage(
-            prompts.render("system", lang, now=_turn_time(state).isoformat(), memory_block=block)
+        skip = _summarized_ids(messages, state.get("summary_through"))
+        working = state.get("working")
+        model = await self._model(runtime)
+        new: list[AnyMessage] = []
+        for attempt in range(MAX_TOOL_ROUNDS + 1):
+            system = self._system(state, lang, working)
+            budget = self.deps.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
+            if budget <= 0:
+                raise ContextOverflow(
+                    "the system prompt, memory block and summary alone exceed "
+                    "MEMORY_AGENT_CONTEXT_TOKENS; raise it or lower MEMORY_AGENT_RECALL_K"
+                )
+            window = build_window([*messages, *new], skip, budget)
+            last_round = attempt == MAX_TOOL_ROUNDS
+            runnable = model if last_round else _with_tools(model)
+            reply = await runnable.ainvoke([system, *window])
+            new.append(reply)
+            calls = reply.tool_calls if isinstance(reply, AIMessage) else []
+            if not calls:
+                break
+            for call in calls:
+                result = "unknown tool"
+                if call["name"] == "UpdateWorkingMemory":
+                    try:
+                        working = apply_working_memory(working, call.get("args") or {})
+                        result = "working memory updated" if working else "task finished"
+                    except ValueError as exc:
+                        result = f"invalid arguments: {exc}"
+                new.append(
+                    ToolMessage(result, tool_call_id=call.get("id") or "", name=call["name"])
+                )
+        return {"messages": new, "working": working}
+
+    async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Fold the older part of the thread into the rolling summary.
+
+        Messages stay in the checkpointer; the summary only changes what the model sees.
+        If summarizing fails, the raw history is kept and the turn still succeeds.
+        """
+        messages = state.get("messages", [])
+        skip = _summarized_ids(messages, state.get("summary_through"))
+        turns = _split_turns([m for m in messages if m.id not in skip])
+        older = [m for turn in turns[:-KEEP_RECENT_TURNS] for m in turn]
+        if not older:
+            return {}
+        previous = ThreadSummary.model_validate(state["summary"]) if state.get("summary") else None
+        transcript = "\n".join(
+            f"{'user' if isinstance(m, HumanMessage) else 'assistant'}: {_one_line(m)}"
+            for m in older
+            if isinstance(m, HumanMessage | AIMessage) and _text(m).strip()
         )
-        budget = self.deps.context_tokens - ANSWER_RESERVE_TOKENS
-        budget -= count_tokens_approximately([system])
-        if budget <= 0:
-            raise RuntimeError(
-                "the system prompt and memory block alone exceed MEMORY_AGENT_CONTEXT_TOKENS; "
-                "raise the budget or lower MEMORY_AGENT_RECALL_K"
+        lang = "zh" if has_cjk(transcript) else "en"
+        try:
+            model = await self._model(runtime)
+            runnable = model.with_structured_output(SUMMARY_SCHEMA, include_raw=True)
+            out = await runnable.ainvoke(
+                [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
             )
-        window = trim_messages(
-            messages,
-            max_tokens=budget,
-            token_counter=count_tokens_approximately,
-            strategy="last",
-            start_on="human",
-            allow_partial=False,
-        )
-        if not window:
-            raise InvalidMessage(
-                "the latest message alone exceeds the context budget "
-                "(MEMORY_AGENT_CONTEXT_TOKENS); shorten it"
+            parsed = out.get("parsed") if isinstance(out, dict) else out
+            summary = merge_summary(previous, ThreadSummary.model_validate(parsed))
+        except Exception as exc:  # the raw history stays; the next turn tries again
+            log.warning("summarizing failed, the raw history is kept: %s", exc)
+            return {}
+        count = state.get("summary_count", 0) + len(older)
+        await self._archive_episode(runtime, summary, count, lang)
+        return {
+            "summary": summary.model_dump(),
+            "summary_through": older[-1].id,
+            "summary_count": count,
+        }
+
+    async def _archive_episode(
+        self, runtime: Runtime[Context], summary: ThreadSummary, count: int, lang: str
+    ) -> None:
+        """Keep the summary as an `episode` memory, so other threads can recall it."""
+        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+        if not thread_id:
+            return
+        try:
+            service = await self._service(runtime)
+            await service.aadd(
+                user_of(runtime.context),
+                render_summary(summary, count, lang == "zh"),
+                kind="episode",
+                subject=f"episode.thread.{thread_id}",
+                confidence=0.8,
+                source=Source(thread_id=thread_id, via="summary"),
             )
-        reply = await (await self._model(runtime)).ainvoke([system, *window])
-        return {"messages": [reply]}
+        except Exception as exc:
+            log.warning("could not archive the thread summary as an episode: %s", exc)
+
+    def needs_summary(self, state: State) -> str:
+        """Route after save: summarize when the unsummarized thread passes the threshold."""
+        messages = state.get("messages", [])
+        skip = _summarized_ids(messages, state.get("summary_through"))
+        live = [m for m in messages if m.id not in skip]
+        return "summarize" if tokens(live) > self.deps.summary_tokens else END
 
     async def extract(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Extract memory candidates from the latest exchange; bad output is skipped."""
@@ -249,7 +363,33 @@ class MemoryNodes:
             kinds = [k for note in withheld for k in note.split(",")]
             zh = bool(humans) and has_cjk(_text(humans[-1]))
             update["messages"] = [AIMessage(describe_withheld(kinds, zh), name="memory")]
+        refused = [c.note for c in changes if c.action == "refused"]
+        if refused:
+            # Tell the user, in the thread, what this agent may not remember, and why.
+            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            note = AIMessage(describe_refused(refused, zh), name="memory")
+            update["messages"] = [*update.get("messages", []), note]
         return update
+
+
+def _summarized_ids(messages: list[AnyMessage], through: str | None) -> set[str]:
+    """Return the ids of messages up to and including `through`."""
+    if not through:
+        return set()
+    ids: set[str] = set()
+    for m in messages:
+        if m.id:
+            ids.add(m.id)
+        if m.id == through:
+            return ids
+    return set()  # the covered message is gone (e.g. state edited): send everything
+
+
+def _with_tools(model: BaseChatModel) -> Any:
+    try:
+        return model.bind_tools(TOOLS)
+    except NotImplementedError:
+        return model  # a model without tool calling still answers
 
 
 def _parsed(out: Any) -> Extraction:

@@ -20,7 +20,7 @@ class InputState(TypedDict, total=False):
 
 
 class State(InputState, total=False):
-    """Full state: the thread plus what this turn recalled and saved."""
+    """Full state: the thread, what this turn recalled and saved, and short-term memory."""
 
     memory_block: str
     """The labelled memories put in this turn's system prompt."""
@@ -33,3 +33,15 @@ class State(InputState, total=False):
 
     saved: list[str]
     """What save did, one line per change."""
+
+    summary: dict[str, Any] | None
+    """Rolling summary of the older part of the thread (the `ThreadSummary` schema)."""
+
+    summary_through: str | None
+    """Id of the last message the summary covers; messages up to it are not sent again."""
+
+    summary_count: int
+    """How many messages the summary covers."""
+
+    working: dict[str, Any] | None
+    """Working memory of the current task: goal, steps, done, next, open_questions."""

@@ -27,9 +27,10 @@ DEFAULT_EVENT_TTL = timedelta(days=7)
 class CandidateMemory(BaseModel):
     """One thing worth remembering about the user, as the model states it."""
 
-    kind: Literal["fact", "preference", "event"] = Field(
+    kind: Literal["fact", "preference", "event", "episode"] = Field(
         description="fact: stable truth about the user; preference: likes, dislikes, diet, "
-        "style; event: something time-bound (a plan, a deadline, a trip)."
+        "style; event: something time-bound (a plan, a deadline, a trip); episode: a summary "
+        "of a conversation (written by the agent, not extracted)."
     )
     subject: str = Field(
         description="Normalized dotted key, lower case, e.g. profile.name, profile.city, "

@@ -18,8 +18,10 @@ from memory.records import MemoryRecord, normalize_text, stable_id
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
-    "merged", "archived", "expired", "withheld", "unchanged",
+    "merged", "archived", "expired", "withheld", "refused", "unchanged",
 ]  # fmt: skip
+"""`withheld`: sensitive data, not written; `refused`: the access policy (`memory.access`)
+does not let the writing agent make this change, not written."""
 REINFORCE_STEP = 0.05
 
 # Words a user says when asking to forget, mapped to the subjects they mean.

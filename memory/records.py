@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Kind = Literal["fact", "preference", "event"]
+Kind = Literal["fact", "preference", "event", "episode"]
 Status = Literal["active", "candidate", "superseded", "forgotten", "archived", "expired"]
 """`active` is recalled; `candidate` waits for confirmation; `archived` went cold; `expired`
 passed its `expires_at`; `superseded` and `forgotten` stay only as history."""
-KINDS: tuple[Kind, ...] = ("fact", "preference", "event")
+KINDS: tuple[Kind, ...] = ("fact", "preference", "event", "episode")
+"""`episode`: an archived thread summary (or raw turns), recalled across threads."""
 NAMESPACE_ROOT = "memories"
 MAX_USER_ID_CHARS = 128
 

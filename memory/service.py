@@ -18,6 +18,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from langgraph.store.base import BaseStore
 
+from memory.access import AccessDenied, AccessPolicy, can_read, check_write, same_partition
+from memory.access import scope_for as access_scope
 from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
 from memory.lifecycle import (
@@ -105,6 +107,7 @@ class MemoryService:
         agent_id: str = "memory-agent",
         checkpointer: Any | None = None,
         policy: Policy | None = None,
+        access: AccessPolicy | None = None,
     ) -> None:
         """Create a service.
 
@@ -114,12 +117,19 @@ class MemoryService:
             agent_id: Recorded on every memory this service writes.
             checkpointer: If given, `delete_user` also deletes the user's threads from it.
             policy: Lifecycle rules (confidence threshold, decay, archiving, privacy).
+            access: Which memories `agent_id` may read and write (`memory.access`); None
+                lets it read and write everything, with scope `user`.
         """
         self.store = store
         self.index = index
         self.agent_id = agent_id
         self.checkpointer = checkpointer
         self.policy = policy or Policy()
+        self.access = access
+
+    def _may_read(self, rec: MemoryRecord) -> bool:
+        """Return True if this service's agent may read a memory (see `memory.access`)."""
+        return can_read(self.access, self.agent_id, rec)
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -134,14 +144,14 @@ class MemoryService:
             item = self.store.get(namespace(user_id, kind), memory_id)
             if item is not None:
                 rec = MemoryRecord.model_validate(item.value)
-                if rec.user_id == check_user_id(user_id):
+                if rec.user_id == check_user_id(user_id) and self._may_read(rec):
                     return rec
         raise MemoryNotFound(f"user {user_id!r} has no memory {memory_id!r}")
 
     def list(
         self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
     ) -> builtins.list[MemoryRecord]:
-        """Return a user's memories, newest first.
+        """Return a user's memories that this agent may read, newest first.
 
         Args:
             user_id: Whose memories.
@@ -149,6 +159,13 @@ class MemoryService:
             kind: Only this kind.
 
         """
+        records = self._scan(user_id, include_inactive=include_inactive, kind=kind)
+        return [r for r in records if self._may_read(r)]
+
+    def _scan(
+        self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
+    ) -> builtins.list[MemoryRecord]:
+        """Return a user's memories, newest first, whatever the access policy says."""
         now = utcnow()
         ns = namespace(user_id, kind)
         out: builtins.list[MemoryRecord] = []
@@ -212,10 +229,10 @@ class MemoryService:
     def _finish(
         self, user_id: str, ranked: builtins.list[Recalled], k: int, now: datetime
     ) -> builtins.list[Recalled]:
-        """Drop duplicates, cut to k, and pull in the other side of every conflict."""
+        """Drop unreadable ones and duplicates, cut to k, pull in the other side of conflicts."""
         out: builtins.list[Recalled] = []
         seen: set[str] = set()
-        for r in ranked:
+        for r in (r for r in ranked if self._may_read(r.record)):
             key = normalize_text(r.record.content)
             if key not in seen and len(out) < k:
                 seen.add(key)
@@ -259,7 +276,12 @@ class MemoryService:
         event_date: str | None = None,
         source: Source | None = None,
     ) -> builtins.list[Change]:
-        """Remember one statement, reconciled with what is known (dedupe, supersede)."""
+        """Remember one statement, reconciled with what is known (dedupe, supersede).
+
+        Raises:
+            AccessDenied: If the access policy does not let this agent write it.
+
+        """
         cand = CandidateMemory(
             kind=kind,
             subject=subject or f"note.{normalize_text(content)[:40] or 'item'}",
@@ -268,7 +290,11 @@ class MemoryService:
             confidence=confidence,
             event_date=event_date,
         )
-        return self.save(user_id, Extraction(memories=[cand]), source or Source(via="api"))
+        changes = self.save(user_id, Extraction(memories=[cand]), source or Source(via="api"))
+        for c in changes:
+            if c.action == "refused":
+                raise AccessDenied(c.note)
+        return changes
 
     def save(
         self, user_id: str, extraction: Extraction, source: Source, *, context: str = ""
@@ -276,6 +302,8 @@ class MemoryService:
         """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
 
         Sensitive data is withheld (or redacted, per policy) before anything is written.
+        A candidate or forget request the access policy does not let this agent write is
+        `refused` (with the reason as its note); the rest of the turn is still saved.
         Writes go to the store first and the index second; an index write that fails is
         recorded for `reindex` and does not fail the save.
 
@@ -299,19 +327,44 @@ class MemoryService:
                     continue
                 new.content = redact(new.content)
                 new.value = redact(str(new.value)) if new.value is not None else None
+            new.scope = access_scope(self.access, self.agent_id, new.subject)
             replaced = None
             if cand.replaces:
-                replaced = negation_targets(cand.replaces, self.list(user_id)) or None
+                mine = [r for r in self.list(user_id) if same_partition(r, new)]
+                replaced = negation_targets(cand.replaces, mine) or None
             step = reconcile(new, self._related(user_id, new), now, self.policy, replaced)
+            refused = self._refusal(new, step)
+            if refused is not None:
+                changes.append(refused)
+                continue
             self._write(user_id, step)
             changes.extend(step)
         if extraction.forget:
             records = self.list(user_id, include_inactive=True)
             for req in extraction.forget:
-                step = [forget(r, now) for r in forget_targets(req, records, context)]
+                step = []
+                for r in forget_targets(req, records, context):
+                    refused = self._refusal(r, [])
+                    if refused is not None:
+                        changes.append(refused)
+                    else:
+                        step.append(forget(r, now))
                 self._write(user_id, step)
                 changes.extend(step)
         return changes
+
+    def _refusal(self, new: MemoryRecord, step: builtins.list[Change]) -> Change | None:
+        """Return a `refused` change if the access policy forbids any change in `step`.
+
+        Records other agents wrote are checked first, so the reason names their writer.
+        """
+        touched = [c.record for c in step if c.action != "unchanged" and c.record is not new]
+        for rec in [*touched, new]:
+            try:
+                check_write(self.access, self.agent_id, rec)
+            except AccessDenied as exc:
+                return Change("refused", new, note=str(exc))
+        return None
 
     def mark_recalled(self, user_id: str, ids: Iterable[str], now: datetime | None = None) -> None:
         """Count a recall of each memory: recent recall lifts ranking and delays archiving."""
@@ -343,7 +396,7 @@ class MemoryService:
         report = ConsolidationReport()
         for uid in [check_user_id(user_id)] if user_id else self.users():
             report.users += 1
-            records = self.list(uid, include_inactive=True)
+            records = self._scan(uid, include_inactive=True)
             changes = consolidate(records, now, self.policy)
             for c in changes:
                 if c.action == "merged":
@@ -390,10 +443,12 @@ class MemoryService:
         """Forget one memory: soft keeps it in history, hard deletes it from store and index.
 
         Raises:
-            MemoryNotFound: If the user has no memory with that id.
+            MemoryNotFound: If the user has no memory with that id (that this agent may read).
+            AccessDenied: If the access policy does not let this agent change it.
 
         """
         rec = self.get(user_id, memory_id)
+        check_write(self.access, self.agent_id, rec)
         if hard:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
             self._index_call(user_id, "delete", lambda: self._index_delete(user_id, [rec.id]))
@@ -405,17 +460,28 @@ class MemoryService:
     def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
         """Write exported records for a user (their `user_id` is replaced by this one).
 
+        Rows without an `agent_id` are recorded as written by this service's agent.
+
         Raises:
             ValueError: If a row is not a valid memory record (nothing is written then).
+            AccessDenied: If the access policy does not let this agent write a row
+                (nothing is written then).
 
         """
         user_id = check_user_id(user_id)
         records = []
         for n, row in enumerate(rows, 1):
             try:
-                records.append(MemoryRecord.model_validate({**row, "user_id": user_id}))
+                rec = MemoryRecord.model_validate(
+                    {"agent_id": self.agent_id, **row, "user_id": user_id}
+                )
             except Exception as exc:
                 raise ValueError(f"record {n} is not a memory record: {exc}") from exc
+            try:
+                check_write(self.access, self.agent_id, rec)
+            except AccessDenied as exc:
+                raise AccessDenied(f"record {n}: {exc}") from exc
+            records.append(rec)
         records = [r for r in map(self._clean_import, records) if r is not None]
         for rec in records:
             self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
@@ -452,7 +518,7 @@ class MemoryService:
                 self.checkpointer.delete_thread(item.key)
         for item in threads:
             self.store.delete(item.namespace, item.key)
-        records = self.list(user_id, include_inactive=True)
+        records = self._scan(user_id, include_inactive=True)
         for rec in records:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
         for item in self._all((REPAIR_ROOT, user_id)):
@@ -489,7 +555,7 @@ class MemoryService:
         out = {}
         for uid in users:
             self.index.drop_user(uid)
-            active = self.list(uid)
+            active = self._scan(uid)
             self.index.upsert(active)
             for item in self._all((REPAIR_ROOT, uid)):
                 self.store.delete(item.namespace, item.key)
@@ -551,21 +617,23 @@ class MemoryService:
         )
 
     def _related(self, user_id: str, new: MemoryRecord) -> builtins.list[MemoryRecord]:
-        """Return the records that share the new one's id, subject or statement."""
+        """Return readable records in the new one's scope sharing its id, subject or statement."""
         out = []
         same_id = self.store.get(namespace(user_id, new.kind), new.id)
         if same_id is not None:
             out.append(MemoryRecord.model_validate(same_id.value))
         key = normalize_text(new.content)
         for rec in self.list(user_id, kind=new.kind, include_inactive=True):
-            if rec.id != new.id and (
-                rec.subject == new.subject or normalize_text(rec.content) == key
+            if (
+                rec.id != new.id
+                and same_partition(rec, new)
+                and (rec.subject == new.subject or normalize_text(rec.content) == key)
             ):
                 out.append(rec)
         return out
 
     def _write(self, user_id: str, changes: builtins.list[Change], *, index: bool = True) -> None:
-        changes = [c for c in changes if c.action not in ("withheld", "unchanged")]
+        changes = [c for c in changes if c.action not in ("withheld", "refused", "unchanged")]
         if not changes:
             return
         for c in changes:

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
+from uuid import uuid4
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from memory.extraction import extract_rules
+from memory.summary import extractive_summary
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -39,3 +47,55 @@ def extraction_call(
             }
         ],
     )
+
+
+class ThreadFakeModel(BaseChatModel):
+    """A fake LLM that answers by what it is asked, for long scripted threads.
+
+    Extraction and summary requests (recognised by their system prompt) get tool calls
+    built by the offline rules; chat requests get text, or an `UpdateWorkingMemory` call
+    every `plan_every` turns. Every chat input is recorded so tests can inspect what the
+    model saw.
+    """
+
+    plan_every: int = 0
+    fail_summary: bool = False
+    chat_inputs: list[list[BaseMessage]] = Field(default_factory=list)
+    turns: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "thread-fake"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ThreadFakeModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:  # fmt: skip
+        system = str(messages[0].content) if isinstance(messages[0], SystemMessage) else ""
+        last = messages[-1]
+        if "Reference time" in system or "参考时间" in system:
+            said = next(m for m in reversed(messages) if isinstance(m, HumanMessage))
+            found = extract_rules(str(said.content), datetime.now(UTC))
+            return _result(_tool("Extraction", found.model_dump()))
+        if "summarize the older part" in system or "压缩成摘要" in system:
+            if self.fail_summary:
+                raise RuntimeError("summary model is down")
+            users = [ln[6:] for ln in str(last.content).splitlines() if ln.startswith("user: ")]
+            return _result(_tool("ThreadSummary", extractive_summary(users, None).model_dump()))
+        self.chat_inputs.append(list(messages))
+        if isinstance(last, HumanMessage):
+            self.turns += 1
+            if self.plan_every and self.turns % self.plan_every == 0:
+                args = {"goal": f"goal {self.turns}", "next": f"step {self.turns}"}
+                return _result(_tool("UpdateWorkingMemory", args))
+        return _result(AIMessage(f"reply {self.turns}: " + "word " * 30))
+
+
+def _tool(name: str, args: dict[str, Any]) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call-{uuid4().hex[:8]}",
+                                      "type": "tool_call"}])  # fmt: skip
+
+
+def _result(message: AIMessage) -> ChatResult:
+    return ChatResult(generations=[ChatGeneration(message=message)])

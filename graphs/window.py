@@ -1,0 +1,91 @@
+"""What the chat model sees of a thread: the unsummarized messages, trimmed to a budget.
+
+Trimming keeps protocol integrity: a tool call and its results are kept or dropped
+together, the window starts at a user message, and the latest user message always stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+
+class ContextOverflow(ValueError):
+    """The fixed part of the prompt alone does not fit the budget."""
+
+
+def pair_tools(messages: Sequence[AnyMessage]) -> list[AnyMessage]:
+    """Drop tool calls without all their results, and results without their call."""
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    out: list[AnyMessage] = []
+    live_calls: set[str] = set()
+    for m in messages:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            ids = {str(c["id"]) for c in m.tool_calls if c.get("id")}
+            if ids and ids <= answered:
+                live_calls |= ids
+                out.append(m)
+            elif m.content:
+                # Keep what the model said, without the dangling calls.
+                out.append(AIMessage(m.content, id=m.id, name=m.name))
+        elif isinstance(m, ToolMessage):
+            if m.tool_call_id in live_calls:
+                out.append(m)
+        else:
+            out.append(m)
+    return out
+
+
+def _turns(messages: Sequence[AnyMessage]) -> list[list[AnyMessage]]:
+    """Split messages into turns, each starting at a user message."""
+    turns: list[list[AnyMessage]] = []
+    for m in messages:
+        if isinstance(m, HumanMessage) or not turns:
+            turns.append([m])
+        else:
+            turns[-1].append(m)
+    return turns
+
+
+def build_window(
+    messages: Sequence[AnyMessage], skip_ids: set[str], budget: int
+) -> list[AnyMessage]:
+    """Return the newest whole turns that fit `budget` tokens, oldest first.
+
+    Args:
+        messages: The whole thread.
+        skip_ids: Ids of messages the rolling summary already covers.
+        budget: Tokens available for messages.
+
+    Raises:
+        ContextOverflow: If the latest user message alone does not fit.
+    """
+    view = pair_tools([m for m in messages if not (m.id and m.id in skip_ids)])
+    turns = _turns(view)
+    while turns and not isinstance(turns[0][0], HumanMessage):
+        turns.pop(0)  # the window starts at a user message
+    window: list[AnyMessage] = []
+    used = 0
+    for turn in reversed(turns):
+        cost = count_tokens_approximately(turn)
+        if used + cost > budget:
+            if not window:
+                # The newest turn alone is too big: keep just its user message, if it fits.
+                head = turn[:1]
+                if count_tokens_approximately(head) > budget:
+                    raise ContextOverflow(
+                        "the latest message alone exceeds the context budget "
+                        "(MEMORY_AGENT_CONTEXT_TOKENS); shorten it or raise the budget"
+                    )
+                window = head
+            break
+        window = turn + window
+        used += cost
+    return window
+
+
+def tokens(messages: Sequence[BaseMessage]) -> int:
+    """Return the approximate token count of messages (no tokenizer download)."""
+    return count_tokens_approximately(messages)
