@@ -248,6 +248,10 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
     if settings.model == "offline":
         print(OFFLINE_NOTICE)
     async with open_session(settings) as session:
+        if args.thread:
+            # Work left pending by a crash in background mode is resumed from the checkpoint.
+            for line in await session.flush(thread, user):
+                print(f"  (memory, resumed) {line}")
         print(f"chatting as {user} in thread {thread}; /memories, /new, /quit")
         while True:
             try:
@@ -270,8 +274,11 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
             except InvalidMessage as exc:
                 print(f"error: {exc}")
                 continue
-            result = await session.turn(user, thread, text)
-            print(f"agent> {result.reply}")
+            print("agent> ", end="", flush=True)
+            result = await session.turn(
+                user, thread, text, on_reply=lambda piece: print(piece, end="", flush=True)
+            )
+            print()
             for line in result.saved:
                 print(f"  (memory) {line}")
     return 0

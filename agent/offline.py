@@ -161,7 +161,8 @@ class OfflineChatModel(BaseChatModel):
             system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
             found = _REF_TIME.search(system)
             now = datetime.fromisoformat(found.group(1)) if found else datetime.now(UTC)
-            parsed = extract_rules(_last_human(messages), now)
+            said = "\n".join(_text(m) for m in messages if isinstance(m, HumanMessage))
+            parsed = extract_rules(said, now)
             if include_raw:
                 return {
                     "raw": AIMessage(parsed.model_dump_json()),

@@ -1,21 +1,34 @@
-"""Run turns of the compiled graph from the shell: the one place the CLI and demo share."""
+"""Run turns of the compiled graph: the one place the CLI, the demo and apps share.
+
+The reply streams out of the chat node before extraction and saving finish. In background
+mode (`MEMORY_AGENT_EXTRACT_MODE=background`) the graph ends after chat, and a flush that
+runs after `extract_delay` quiet seconds extracts the whole burst of turns at once; pending
+work is flushed on close and resumed from the checkpointer after a crash.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
 from agent.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.nodes import pending_messages
 from graphs.state import InputState, State
 from memory.backends import Backends, aopen_backends
 from memory.service import MemoryService
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,6 +39,10 @@ class TurnResult:
     recalled: list[dict[str, Any]] = field(default_factory=list)
     extraction: dict[str, Any] = field(default_factory=dict)
     saved: list[str] = field(default_factory=list)
+    first_token_s: float = 0.0
+    """Seconds until the first piece of the reply existed."""
+    total_s: float = 0.0
+    """Seconds until the run was complete."""
 
 
 @dataclass
@@ -36,31 +53,123 @@ class Session:
     backends: Backends
     service: MemoryService
     settings: Settings
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    _timers: dict[str, asyncio.Task[Any]] = field(default_factory=dict)
+    _owners: dict[str, str] = field(default_factory=dict)
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        # One run per thread at a time: a turn and a background flush never overlap.
+        return self._locks.setdefault(thread_id, asyncio.Lock())
 
     async def turn(
-        self, user_id: str, thread_id: str, text: str, *, turn_time: str | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        text: str,
+        *,
+        turn_time: str | None = None,
+        on_reply: Callable[[str], None] | None = None,
     ) -> TurnResult:
-        """Run one user message through the graph and report what happened."""
+        """Run one user message through the graph and report what happened.
+
+        Args:
+            user_id: Whose memory the turn reads and writes.
+            thread_id: The conversation.
+            text: The user's message.
+            turn_time: ISO time it was said (default: now).
+            on_reply: Called with each piece of the reply as soon as it exists.
+        """
         state_in: InputState = {"messages": [HumanMessage(text)]}
         if turn_time:
             state_in["turn_time"] = turn_time
-        out = await self.graph.ainvoke(
-            state_in,
-            config={"configurable": {"thread_id": thread_id}},
-            context=Context(user_id=user_id),
+        config: Any = {"configurable": {"thread_id": thread_id}}
+        started = time.perf_counter()
+        first = 0.0
+        out: dict[str, Any] = {}
+        async with self._lock(thread_id):
+            stream: AsyncIterator[Any] = self.graph.astream(
+                state_in,
+                config,
+                context=Context(user_id=user_id),
+                stream_mode=["messages", "values"],
+            )
+            async for mode, chunk in stream:
+                if mode == "values":
+                    out = chunk
+                    continue
+                message, meta = chunk
+                if (
+                    meta.get("langgraph_node") == "chat"
+                    and message.content
+                    and not (getattr(message, "tool_calls", None))
+                ):
+                    first = first or time.perf_counter() - started
+                    if on_reply is not None:
+                        on_reply(str(message.content))
+        reply = next(
+            (m for m in reversed(out.get("messages", [])) if isinstance(m, AIMessage)), None
         )
-        reply = out["messages"][-1]
+        self._owners[thread_id] = user_id
+        if self.settings.extract_mode == "background":
+            self._schedule(thread_id)
         return TurnResult(
-            reply=reply.content if isinstance(reply.content, str) else str(reply.content),
+            reply=str(reply.content) if reply is not None else "",
             recalled=out.get("recalled", []),
             extraction=out.get("extraction", {}),
             saved=out.get("saved", []),
+            first_token_s=first or time.perf_counter() - started,
+            total_s=time.perf_counter() - started,
         )
+
+    def _schedule(self, thread_id: str) -> None:
+        """Debounce: each new turn of a thread restarts its countdown to extraction."""
+        old = self._timers.pop(thread_id, None)
+        if old is not None:
+            old.cancel()
+
+        async def later() -> None:
+            await asyncio.sleep(self.settings.extract_delay)
+            try:
+                await self.flush(thread_id)
+            except Exception as exc:  # it stays pending and is retried on the next flush
+                log.warning("background extraction of thread %s failed: %s", thread_id, exc)
+
+        self._timers[thread_id] = asyncio.create_task(later())
+
+    async def flush(self, thread_id: str, user_id: str | None = None) -> list[str]:
+        """Extract and save every pending user message of a thread now.
+
+        Returns:
+            What save did, one line per change (empty if nothing was pending).
+        """
+        user = user_id or self._owners.get(thread_id)
+        if not user:
+            raise ValueError(f"no user is known for thread {thread_id!r}: pass user_id")
+        config: Any = {"configurable": {"thread_id": thread_id}}
+        async with self._lock(thread_id):
+            snapshot = await self.graph.aget_state(config)
+            if not pending_messages(snapshot.values):
+                return []
+            await self.graph.aupdate_state(config, {"flush": True}, as_node="chat")
+            out = await self.graph.ainvoke(None, config, context=Context(user_id=user))
+        return list(out.get("saved", []))
+
+    async def flush_all(self) -> None:
+        """Run every pending background extraction now (called on close)."""
+        timers, self._timers = self._timers, {}
+        for task in timers.values():
+            task.cancel()
+        for thread_id in timers:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.flush(thread_id)
 
 
 @asynccontextmanager
 async def open_session(settings: Settings, *, setup: bool = False) -> AsyncIterator[Session]:
-    """Open backends from settings and compile the graph on them."""
+    """Open backends from settings and compile the graph on them.
+
+    Pending background extractions are flushed when the session closes.
+    """
     async with aopen_backends(settings.backend, setup=setup) as backends:
         graph = build_graph(
             backends.checkpointer, backends.store, settings=settings, index=backends.index
@@ -71,6 +180,9 @@ async def open_session(settings: Settings, *, setup: bool = False) -> AsyncItera
             agent_id=settings.agent_id,
             checkpointer=backends.checkpointer,
             policy=settings.policy,
-            access=settings.access,
         )
-        yield Session(graph, backends, service, settings)
+        session = Session(graph, backends, service, settings)
+        try:
+            yield session
+        finally:
+            await session.flush_all()

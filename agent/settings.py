@@ -46,6 +46,8 @@ class Settings:
         recall_k: How many memories load_memory puts in the prompt.
         context_tokens: Token budget of what the chat node sends to the model.
         summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
+        extract_mode: `inline` or `background` (extraction debounced after the reply).
+        extract_delay: Seconds of quiet before a background extraction runs.
         max_message_chars: Longest user message accepted.
         backend: Where memory lives.
         policy: Lifecycle rules: what to trust, when to archive, what is too sensitive.
@@ -60,6 +62,8 @@ class Settings:
     recall_k: int = 8
     context_tokens: int = 8000
     summary_tokens: int = 3000
+    extract_mode: str = "inline"
+    extract_delay: float = 2.0
     max_message_chars: int = 32_000
     backend: BackendConfig = field(default_factory=BackendConfig)
     policy: Policy = field(default_factory=Policy)
@@ -73,6 +77,11 @@ class Settings:
         model = env.get("MEMORY_AGENT_MODEL") or (DEFAULT_OPENAI_MODEL if key else "offline")
         embeddings = env.get("MEMORY_AGENT_EMBEDDINGS") or "local"
         base_url = env.get("OPENAI_BASE_URL") or None
+        extract_mode = env.get("MEMORY_AGENT_EXTRACT_MODE") or "inline"
+        if extract_mode not in ("inline", "background"):
+            raise ValueError(
+                f"MEMORY_AGENT_EXTRACT_MODE={extract_mode!r}: use 'inline' or 'background'"
+            )
         sensitive = env.get("MEMORY_AGENT_SENSITIVE") or "drop"
         if sensitive not in ("drop", "redact"):
             raise ValueError(f"MEMORY_AGENT_SENSITIVE={sensitive!r}: use 'drop' or 'redact'")
@@ -95,6 +104,8 @@ class Settings:
             recall_k=_int("MEMORY_AGENT_RECALL_K", 8),
             context_tokens=_int("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
             summary_tokens=_int("MEMORY_AGENT_SUMMARY_TOKENS", 3000),
+            extract_mode=extract_mode,
+            extract_delay=_float("MEMORY_AGENT_EXTRACT_DELAY", 2.0),
             max_message_chars=_int("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
             policy=policy,
             access=access,

@@ -19,7 +19,7 @@ def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, Stat
     builder.add_node("save", nodes.save)
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "chat")
-    builder.add_edge("chat", "extract")
+    builder.add_conditional_edges("chat", nodes.after_chat, ["extract", END])
     builder.add_node("summarize", nodes.summarize)
     builder.add_edge("extract", "save")
     builder.add_conditional_edges("save", nodes.needs_summary, ["summarize", END])

@@ -58,6 +58,7 @@ def make_deps(
         recall_k=cfg.recall_k,
         context_tokens=cfg.context_tokens,
         summary_tokens=cfg.summary_tokens,
+        extract_mode=cfg.extract_mode,
         max_message_chars=cfg.max_message_chars,
         access=cfg.access,
     )

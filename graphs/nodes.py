@@ -73,6 +73,8 @@ class AgentDeps:
         recall_k: Default number of memories recalled per turn.
         context_tokens: Token budget of one chat call.
         summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
+        extract_mode: `inline` (extract and save after every reply) or `background` (the
+            graph ends after chat; a flush run extracts a burst of turns at once).
         max_message_chars: Longest user message accepted.
         access: Which memories each agent may read and write (None: all of them).
 
@@ -85,6 +87,7 @@ class AgentDeps:
     recall_k: int = 8
     context_tokens: int = 8000
     summary_tokens: int = 3000
+    extract_mode: str = "inline"
     max_message_chars: int = 32_000
     access: AccessPolicy | None = None
 
@@ -299,6 +302,12 @@ class MemoryNodes:
         except Exception as exc:
             log.warning("could not archive the thread summary as an episode: %s", exc)
 
+    def after_chat(self, state: State) -> str:
+        """Route after chat: extract now, or leave it to a background flush."""
+        if self.deps.extract_mode == "inline" or state.get("flush"):
+            return "extract"
+        return END
+
     def needs_summary(self, state: State) -> str:
         """Route after save: summarize when the unsummarized thread passes the threshold."""
         messages = state.get("messages", [])
@@ -307,15 +316,19 @@ class MemoryNodes:
         return "summarize" if tokens(live) > self.deps.summary_tokens else END
 
     async def extract(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Extract memory candidates from the latest exchange; bad output is skipped."""
+        """Extract memory candidates from the user messages not yet extracted.
+
+        Normally that is the latest one; in background mode (or after a crash) it is every
+        message since the last extraction, in one call. Bad output is skipped.
+        """
         messages = state.get("messages", [])
-        humans = _humans(messages)
-        if not humans:
+        pending = _pending(messages, state.get("extracted_through"))
+        if not pending:
             return {"extraction": Extraction().model_dump()}
-        exchange: list[BaseMessage] = [humans[-1]]
-        if messages and isinstance(messages[-1], AIMessage) and messages[-1] is not humans[-1]:
+        exchange: list[BaseMessage] = list(pending)
+        if messages and isinstance(messages[-1], AIMessage) and messages[-1].name != "memory":
             exchange.append(AIMessage(_text(messages[-1])))
-        lang = "zh" if has_cjk(_text(humans[-1])) else "en"
+        lang = "zh" if has_cjk(_text(pending[-1])) else "en"
         system = SystemMessage(prompts.render("extract", lang, now=_turn_time(state).isoformat()))
         try:
             # A JSON schema, not the class: the client then returns a dict instead of
@@ -334,20 +347,22 @@ class MemoryNodes:
         user = user_of(runtime.context)
         extraction = coerce_extraction(state.get("extraction") or {})
         thread_id = str(get_config().get("configurable", {}).get("thread_id") or "") or None
-        humans = _humans(state.get("messages", []))
+        messages = state.get("messages", [])
+        humans = _humans(messages)
+        pending = _pending(messages, state.get("extracted_through"))
         source = Source(
             thread_id=thread_id,
-            message_ids=[humans[-1].id] if humans and humans[-1].id else [],
+            message_ids=[m.id for m in pending if m.id],
             said_at=_turn_time(state),
             via="conversation",
         )
         service = await self._service(runtime)
         changes = []
         if extraction.memories or extraction.forget:
+            # "Forget that" points into what the assistant said before the user said it.
+            start = messages.index(pending[0]) if pending else len(messages)
             earlier = [
-                m
-                for m in state.get("messages", [])[:-2]
-                if isinstance(m, AIMessage) and m.name != "memory"
+                m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"
             ]
             context = _text(earlier[-1]) if earlier else ""
             changes = await service.asave(user, extraction, source, context=context)
@@ -356,7 +371,12 @@ class MemoryNodes:
             await service.amark_recalled(user, recalled, _turn_time(state))
         if thread_id:
             await service.aremember_thread(user, thread_id)
-        update: dict[str, Any] = {"saved": [c.describe() for c in changes], "turn_time": None}
+        update: dict[str, Any] = {
+            "saved": [c.describe() for c in changes],
+            "extraction": Extraction().model_dump(),
+            "extracted_through": humans[-1].id if humans else None,
+            "flush": False,
+        }
         withheld = [c.note.removeprefix("sensitive: ") for c in changes if c.action == "withheld"]
         if withheld:
             # Tell the user, in the thread, what was deliberately not remembered.
@@ -370,6 +390,20 @@ class MemoryNodes:
             note = AIMessage(describe_refused(refused, zh), name="memory")
             update["messages"] = [*update.get("messages", []), note]
         return update
+
+
+def pending_messages(state: State | dict[str, Any]) -> list[HumanMessage]:
+    """Return the user messages of a thread's state that no extraction has seen yet."""
+    return _pending(state.get("messages", []), state.get("extracted_through"))
+
+
+def _pending(messages: list[AnyMessage], through: str | None) -> list[HumanMessage]:
+    """Return the user messages after `through` (all of them if it is unknown)."""
+    humans = _humans(messages)
+    ids = [m.id for m in humans]
+    if through and through in ids:
+        return humans[ids.index(through) + 1 :]
+    return humans
 
 
 def _summarized_ids(messages: list[AnyMessage], through: str | None) -> set[str]:

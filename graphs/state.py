@@ -45,3 +45,9 @@ class State(InputState, total=False):
 
     working: dict[str, Any] | None
     """Working memory of the current task: goal, steps, done, next, open_questions."""
+
+    extracted_through: str | None
+    """Id of the last user message already extracted; later ones are pending."""
+
+    flush: bool
+    """Set by a background flush: run extract and save after chat now."""
