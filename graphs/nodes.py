@@ -242,7 +242,10 @@ class MemoryNodes:
                 new.append(
                     ToolMessage(result, tool_call_id=call.get("id") or "", name=call["name"])
                 )
-        return {"messages": new, "working": working}
+        update: dict[str, Any] = {"messages": new, "working": working}
+        if self.deps.extract_mode == "background":
+            update["turn_time"] = None  # the run ends here; the next turn starts fresh
+        return update
 
     async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Fold the older part of the thread into the rolling summary.
@@ -376,6 +379,7 @@ class MemoryNodes:
             "extraction": Extraction().model_dump(),
             "extracted_through": humans[-1].id if humans else None,
             "flush": False,
+            "turn_time": None,  # a later turn without a time of its own means "now"
         }
         withheld = [c.note.removeprefix("sensitive: ") for c in changes if c.action == "withheld"]
         if withheld:
