@@ -369,7 +369,7 @@ class MemoryNodes:
             ]
             context = _text(earlier[-1]) if earlier else ""
             changes = await service.asave(user, extraction, source, context=context)
-        recalled = [r["id"] for r in state.get("recalled", [])]
+        recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
         if recalled:
             await service.amark_recalled(user, recalled, _turn_time(state))
         if thread_id:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, GetOp, PutOp
 
 from memory.access import AccessDenied, AccessPolicy, can_read, check_write, same_partition
 from memory.access import scope_for as access_scope
@@ -140,13 +140,24 @@ class MemoryService:
             MemoryNotFound: If the user has no memory with that id.
 
         """
-        for kind in KINDS:
-            item = self.store.get(namespace(user_id, kind), memory_id)
-            if item is not None:
-                rec = MemoryRecord.model_validate(item.value)
-                if rec.user_id == check_user_id(user_id) and self._may_read(rec):
-                    return rec
+        found = self._get_many(user_id, [(kind, memory_id) for kind in KINDS])
+        for rec in found.values():
+            if self._may_read(rec):
+                return rec
         raise MemoryNotFound(f"user {user_id!r} has no memory {memory_id!r}")
+
+    def _get_many(self, user_id: str, keys: Iterable[tuple[str, str]]) -> dict[str, MemoryRecord]:
+        """Read records by (kind, id) in one store round trip; absent ones are left out."""
+        user_id = check_user_id(user_id)
+        wanted = [(kind, key) for kind, key in keys if kind in KINDS]
+        items = self.store.batch([GetOp(namespace(user_id, kind), key) for kind, key in wanted])
+        out: dict[str, MemoryRecord] = {}
+        for item in items:
+            if item is not None:
+                rec = MemoryRecord.model_validate(item.value)  # type: ignore[union-attr]
+                if rec.user_id == user_id:
+                    out[rec.id] = rec
+        return out
 
     def list(
         self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
@@ -210,15 +221,11 @@ class MemoryService:
         assert self.index is not None
         vector = self.index.embedder.embed([query])[0]
         hits = self.index.query(user_id, vector, k * 3 + 10)
+        records = self._get_many(user_id, [(hit.kind, hit.id) for hit in hits])
         found: builtins.list[Recalled] = []
         for hit in hits:
-            if hit.kind not in KINDS:
-                continue
-            item = self.store.get(namespace(user_id, hit.kind), hit.id)
-            if item is None:
-                continue
-            rec = MemoryRecord.model_validate(item.value)
-            if rec.user_id != user_id or not rec.is_recallable(now):
+            rec = records.get(hit.id)
+            if rec is None or not rec.is_recallable(now):
                 continue
             # Similarity decides; age and confidence break near-ties (0.9..1.0 factor).
             score = hit.similarity * (0.9 + 0.1 * weight(rec, now, self.policy))
@@ -366,17 +373,24 @@ class MemoryService:
                 return Change("refused", new, note=str(exc))
         return None
 
-    def mark_recalled(self, user_id: str, ids: Iterable[str], now: datetime | None = None) -> None:
-        """Count a recall of each memory: recent recall lifts ranking and delays archiving."""
+    def mark_recalled(
+        self, user_id: str, recalled: Iterable[tuple[str, str]], now: datetime | None = None
+    ) -> None:
+        """Count a recall of each memory: recent recall lifts ranking and delays archiving.
+
+        Args:
+            user_id: Whose memories.
+            recalled: `(kind, id)` of each recalled memory.
+            now: When they were recalled.
+        """
         now = now or utcnow()
-        for memory_id in dict.fromkeys(ids):
-            try:
-                rec = self.get(user_id, memory_id)
-            except MemoryNotFound:
-                continue
+        records = self._get_many(user_id, dict.fromkeys(recalled))
+        for rec in records.values():
             rec.hits += 1
             rec.last_recalled_at = now
-            self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
+        self.store.batch(
+            [PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in records.values()]
+        )
 
     def consolidate(
         self, user_id: str | None = None, *, dry_run: bool = False, now: datetime | None = None
@@ -636,8 +650,12 @@ class MemoryService:
         changes = [c for c in changes if c.action not in ("withheld", "refused", "unchanged")]
         if not changes:
             return
-        for c in changes:
-            self.store.put(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
+        self.store.batch(
+            [
+                PutOp(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
+                for c in changes
+            ]
+        )
         if not index:
             return
         now = utcnow()

@@ -138,7 +138,7 @@ def test_recall_is_counted_and_cold_memories_are_archived(service: MemoryService
     service.add("u", "User lives in Oslo.", subject="profile.city")
     hot = service.search("u", "jazz", k=1)[0].record
     later = datetime.now(UTC) + timedelta(days=200)
-    service.mark_recalled("u", [hot.id], now=later - timedelta(days=10))
+    service.mark_recalled("u", [(hot.kind, hot.id)], now=later - timedelta(days=10))
     assert service.get("u", hot.id).hits == 1
     report = service.consolidate("u", now=later)
     assert report.archived == 1
