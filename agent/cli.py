@@ -187,7 +187,8 @@ def _memories(args: argparse.Namespace, settings: Settings) -> int:
             n = svc.import_records(user, rows)
             print(json.dumps({"imported": n}) if args.json else f"imported {n} memories for {user}")
         elif args.action == "list":
-            _print_records(svc.list(user, include_inactive=args.all), args.json)
+            rows = svc.list(user, include_inactive=args.all, include_turns=args.all)
+            _print_records(rows, args.json)
         elif args.action == "show":
             rec = svc.get(user, args.id)
             if args.json:

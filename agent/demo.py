@@ -93,7 +93,8 @@ def _print_recalled(recalled: list[dict]) -> None:
         return
     print(f"   recalled:  {len(recalled)} memory(ies) into the prompt")
     for r in recalled:
-        print(f"     · {r['kind']}: {r['content']}  (score {r['score']:.2f})")
+        why = f"score {r['score']:.2f}" if r.get("why") == "relevant" else r.get("why")
+        print(f"     · {r['kind']}: {r['content']}  ({why})")
 
 
 async def _print_summary(session: Session, users: list[str]) -> None:

@@ -89,6 +89,9 @@ class Settings:
             candidate_threshold=_float("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6),
             event_ttl=timedelta(days=_float("MEMORY_AGENT_EVENT_TTL_DAYS", 7)),
             archive_after=timedelta(days=_float("MEMORY_AGENT_ARCHIVE_DAYS", 180)),
+            turn_ttl=timedelta(days=_float("MEMORY_AGENT_TURN_TTL_DAYS", 365)),
+            archive_turns=(env.get("MEMORY_AGENT_ARCHIVE_TURNS") or "true").lower()
+            not in ("0", "false", "no", "off"),
             sensitive=cast(Literal["drop", "redact"], sensitive),
         )
         access_file = env.get("MEMORY_AGENT_ACCESS_POLICY") or None

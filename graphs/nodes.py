@@ -179,6 +179,7 @@ class MemoryNodes:
                     "kind": r.record.kind,
                     "content": r.record.content,
                     "score": round(r.score, 4),
+                    "why": r.why,
                 }
                 for r in recalled
             ],
@@ -369,6 +370,8 @@ class MemoryNodes:
             ]
             context = _text(earlier[-1]) if earlier else ""
             changes = await service.asave(user, extraction, source, context=context)
+        if self.deps.policy.archive_turns and pending:
+            await service.aarchive_turns(user, _turns_with_context(messages, pending), source)
         recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
         if recalled:
             await service.amark_recalled(user, recalled, _turn_time(state))
@@ -394,6 +397,22 @@ class MemoryNodes:
             note = AIMessage(describe_refused(refused, zh), name="memory")
             update["messages"] = [*update.get("messages", []), note]
         return update
+
+
+def _turns_with_context(
+    messages: list[AnyMessage], turns: list[HumanMessage]
+) -> list[tuple[str, str, str]]:
+    """Return `(id, text, context)` per user turn; context = the assistant's words around it."""
+    out = []
+    for turn in turns:
+        at = messages.index(turn)
+        said = [
+            _text(m)
+            for m in (*messages[max(at - 1, 0) : at], *messages[at + 1 : at + 2])
+            if isinstance(m, AIMessage) and m.name != "memory"
+        ]
+        out.append((turn.id or "", _text(turn), " ".join(said)[:1000]))
+    return out
 
 
 def pending_messages(state: State | dict[str, Any]) -> list[HumanMessage]:

@@ -5,37 +5,50 @@ Tokenizer
       of letters/digits.
     * English (and any other space-separated script): word tokens, with possessive ``'s``
       and contractions dropped, a small stop list (function words and question words, so
-      "What did Caroline research?" queries ``caroline research``), and a light suffix
+      "What did Caroline research?" queries only ``Caroline`` and ``research``), and a light suffix
       stemmer (plural ``-s``/``-es``/``-ies``, ``-ing``, ``-ed``, final ``-e``) that maps
       ``research``/``researching``/``researched`` and ``bake``/``baking``/``baked`` to one
-      key. On LoCoMo (dev split) the stemmer alone adds about +0.04 R@5 over plain words.
+      key. On the LoCoMo dev split it lifts BM25 over plain words from R@5(all) 0.479 to 0.482
+      and R@10(all) 0.537 to 0.561.
     * Chinese / Japanese / Korean runs: every character bigram plus every character
       unigram that is not a function character (的, 了, 吗 ...). Bigrams carry most of the
       precision ("上海", "咖啡"), unigrams keep recall for one-character words ("猫", "辣").
-      This needs no dictionary and no cache; jieba segmentation was not adopted because it
-      adds a dependency, writes a cache file on first use, and misses the out-of-vocabulary
-      names and slang that bigrams still match.
+      This needs no dictionary and no cache. jieba segmentation was not adopted: there is
+      no Chinese retrieval set here on which it could show a clear gain, it adds a
+      dependency that builds a cache file on first use, and bigrams already match
+      out-of-vocabulary names and slang without a dictionary.
 
 BM25 index
     `BM25Index` is an in-memory inverted index with incremental `add` / `remove` by id
     (re-adding an id replaces it), Lucene-style BM25 (k1=1.2, b=0.75, idf
     ``log(1 + (N - df + 0.5) / (df + 0.5))``, always positive) and `search(query, k)` →
     ``[(id, score), ...]`` best first. Statistics (N, df, average length) are kept
-    incrementally, so a query costs only the postings of its terms: about 0.1 ms for
-    700 documents and a few ms for 10k on one core. It holds one user's records; build it
-    from the store on first use and keep it in step with every store write and delete.
+    incrementally, so a query costs only the postings of its terms (median / p95, one core):
+    0.2 / 0.3 ms with 1k documents, 0.8 / 1.8 ms with 10k, 3.6 / 8.4 ms with 50k; an add or
+    remove costs about 0.1 ms. It holds one user's records; build it from the store on first
+    use and keep it in step with every store write and delete.
+
+Per-user registry
+    `LexicalIndexes` keeps one `BM25Index` plus ``{id: record}`` per user for the memory
+    service: `get(user, load)` builds it lazily (and again after a TTL, to pick up writes
+    from other processes), `upsert` / `remove` follow the store's writes and deletes, and
+    `drop` forgets a user (delete_user, reindex).
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 import re
 import threading
+import time
 import unicodedata
-from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Generic, TypeVar
 
-__all__ = ["BM25Index", "STOP_WORDS", "stem", "tokenize"]
+__all__ = ["BM25Index", "LexicalIndexes", "STOP_WORDS", "record_fields", "stem", "tokenize"]
 
 # Function words, pronouns, auxiliaries and question words. Kept short on purpose: words
 # that carry meaning in a memory ("like", "live", "work", "never") are not stop words.
@@ -49,34 +62,27 @@ STOP_WORDS = frozenset(
     is am are was were be been being do does did doing done have has had having
     will would shall should can could may might must
     what which who whom whose when where why how whats
-    s t d ll m re ve
-    """.split()
+    s t d ll m re ve don didn doesn isn aren wasn weren wouldn couldn shouldn haven hasn hadn
+    """.split()  # noqa: SIM905
 )
 
 # Chinese function characters that are dropped as unigrams (they still appear in bigrams).
-ZH_STOP_CHARS = frozenset("的了吗呢吧啊呀哦嘛么是在和与及也都就还又很把被给对于之其这那个些我你他她它们谁什哪怎")
-
-_CJK_RANGES = (
-    (0x3040, 0x30FF),  # Hiragana, Katakana
-    (0x3400, 0x4DBF),  # CJK Extension A
-    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
-    (0xAC00, 0xD7AF),  # Hangul syllables
-    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
-    (0x20000, 0x2FA1F),  # Extensions B..F, compatibility supplement
+ZH_STOP_CHARS = frozenset(
+    "的了吗呢吧啊呀哦嘛么是在和与及也都就还又很把被给对于之其这那个些我你他她它们谁什哪怎"
 )
+
 _CJK_CLASS = (
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
 )
-_CJK_RUN_RE = re.compile(_CJK_CLASS + "+")
-_RUN_RE = re.compile(_CJK_CLASS + "+" + r"|[^\W_]+(?:['’][^\W_]+)*")
+# A CJK run, or a word run (letters/digits) whose possessive or contraction tail is skipped.
+_RUN_RE = re.compile(
+    "(?P<cjk>" + _CJK_CLASS + "+)|(?P<word>(?:(?!" + _CJK_CLASS + r")[^\W_])+)"
+    r"(?:['’](?:(?!" + _CJK_CLASS + r")[^\W_])+)*"
+)
 _VOWELS = frozenset("aeiouy")
 
 
-def _is_cjk(ch: str) -> bool:
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
-
-
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """Return a light stem of an English word (lower case in, lower case out).
 
@@ -89,9 +95,7 @@ def stem(word: str) -> str:
     w = word
     if w.endswith("ies") and len(w) > 4:
         w = w[:-3] + "i"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("es") and w[-3] in "sxz" or w.endswith(("ches", "shes")):
+    elif w.endswith("sses") or w.endswith("es") and w[-3] in "sxz" or w.endswith(("ches", "shes")):
         w = w[:-2]
     elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
         w = w[:-1]
@@ -112,7 +116,9 @@ def stem(word: str) -> str:
     return w
 
 
-def tokenize(text: str, *, stemming: bool = True, stop_words: frozenset[str] = STOP_WORDS) -> list[str]:
+def tokenize(
+    text: str, *, stemming: bool = True, stop_words: frozenset[str] = STOP_WORDS
+) -> list[str]:
     """Split text into index terms (English words and CJK character n-grams).
 
     Args:
@@ -124,27 +130,27 @@ def tokenize(text: str, *, stemming: bool = True, stop_words: frozenset[str] = S
         Terms in text order; repeated terms are kept (BM25 counts them).
     """
     folded = unicodedata.normalize("NFKC", text).casefold()
-    # Space CJK runs off so that a word run never swallows them ("alice喜欢jazz").
-    folded = _CJK_RUN_RE.sub(lambda m: f" {m.group(0)} ", folded)
     out: list[str] = []
     for m in _RUN_RE.finditer(folded):
-        run = m.group(0)
-        if _is_cjk(run[0]):
+        run = m.group("cjk")
+        if run is not None:
             for i, ch in enumerate(run):
                 if ch not in ZH_STOP_CHARS:
                     out.append(ch)
                 if i + 1 < len(run):
                     out.append(run[i : i + 2])
             continue
-        # Possessives and contractions: "caroline's" → "caroline", "don't" → "don".
-        word = re.split(r"['’]", run, maxsplit=1)[0]
-        if not word or word in stop_words:
+        word = m.group("word")
+        if word in stop_words:
             continue
         out.append(stem(word) if stemming else word)
     return out
 
 
-class BM25Index:
+K = TypeVar("K", bound=Hashable)
+
+
+class BM25Index(Generic[K]):
     """An incremental in-memory BM25 index over documents keyed by id.
 
     Thread-safe: one lock guards every read and write.
@@ -161,9 +167,9 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.stemming = stemming
-        self._docs: dict[Hashable, dict[str, float]] = {}
-        self._lens: dict[Hashable, float] = {}
-        self._postings: dict[str, dict[Hashable, float]] = {}
+        self._docs: dict[K, dict[str, float]] = {}
+        self._lens: dict[K, float] = {}
+        self._postings: dict[str, dict[K, float]] = {}
         self._total_len = 0.0
         self._lock = threading.RLock()
 
@@ -177,12 +183,12 @@ class BM25Index:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs
 
-    def ids(self) -> set[Hashable]:
+    def ids(self) -> set[K]:
         """Return the ids of every indexed document."""
         with self._lock:
             return set(self._docs)
 
-    def add(self, doc_id: Hashable, text: str, *, extra: Iterable[tuple[str, float]] = ()) -> None:
+    def add(self, doc_id: K, text: str, *, extra: Iterable[tuple[str, float]] = ()) -> None:
         """Index a document, replacing any document with the same id.
 
         Args:
@@ -205,12 +211,12 @@ class BM25Index:
             for term, f in weighted.items():
                 self._postings.setdefault(term, {})[doc_id] = f
 
-    def add_many(self, docs: Iterable[tuple[Hashable, str]]) -> None:
+    def add_many(self, docs: Iterable[tuple[K, str]]) -> None:
         """Index many ``(id, text)`` documents."""
         for doc_id, text in docs:
             self.add(doc_id, text)
 
-    def remove(self, doc_id: Hashable) -> bool:
+    def remove(self, doc_id: K) -> bool:
         """Remove a document; return False if it was not indexed."""
         with self._lock:
             return self._remove_locked(doc_id)
@@ -223,7 +229,7 @@ class BM25Index:
             self._postings.clear()
             self._total_len = 0.0
 
-    def _remove_locked(self, doc_id: Hashable) -> bool:
+    def _remove_locked(self, doc_id: K) -> bool:
         terms = self._docs.pop(doc_id, None)
         if terms is None:
             return False
@@ -236,13 +242,13 @@ class BM25Index:
                     del self._postings[term]
         return True
 
-    def search(self, query: str, k: int = 50) -> list[tuple[Hashable, float]]:
+    def search(self, query: str, k: int = 50) -> list[tuple[K, float]]:
         """Return up to `k` ``(id, score)`` pairs with a positive score, best first."""
         return self.search_terms(self.tokenize(query), k)
 
     def search_terms(
         self, terms: Iterable[str] | dict[str, float], k: int = 50
-    ) -> list[tuple[Hashable, float]]:
+    ) -> list[tuple[K, float]]:
         """Score already-tokenized query terms (a list, or a dict of term → weight)."""
         weights: dict[str, float]
         if isinstance(terms, dict):
@@ -260,7 +266,7 @@ class BM25Index:
             avgdl = self._total_len / n if self._total_len > 0 else 1.0
             k1, b = self.k1, self.b
             lens = self._lens
-            scores: dict[Hashable, float] = {}
+            scores: dict[K, float] = {}
             for term, qw in weights.items():
                 posting = self._postings.get(term)
                 if not posting:
@@ -273,7 +279,100 @@ class BM25Index:
                     denom = f + norm_k + norm_b * lens[doc_id]
                     scores[doc_id] = scores.get(doc_id, 0.0) + idf * f * (k1 + 1.0) / denom
         if len(scores) > k:
-            import heapq
-
             return heapq.nlargest(k, scores.items(), key=lambda kv: kv[1])
         return sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+
+
+def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
+    """Return what a memory record contributes to the lexical index.
+
+    The content, plus its subject key ("diet.avoid.spicy" → "diet avoid spicy") at half
+    weight when the record has one, plus `value["context"]` (the neighbouring turns of a
+    raw-turn episode) at half weight.
+    """
+    subject = getattr(record, "subject", None) or ""
+    extra = [(re.sub(r"[._\-]+", " ", subject), 0.5)] if subject else []
+    value = getattr(record, "value", None)
+    if isinstance(value, dict) and isinstance(value.get("context"), str):
+        # Raw turns carry their neighbouring turns: a question often names what the
+        # neighbours said (on LoCoMo this is worth +0.09 recall@5).
+        extra.append((value["context"], 0.5))
+    return record.content, extra
+
+
+class LexicalIndexes:
+    """One `BM25Index` (and the records it indexes) per user, kept in memory.
+
+    Built lazily from the store by `get`, updated in place by `upsert` / `remove` after
+    each store write, and rebuilt when older than `ttl_seconds` so that writes made by
+    another process (a second server worker, the CLI) are picked up. Users beyond
+    `max_users` are evicted least recently used first.
+    """
+
+    def __init__(self, *, max_users: int = 256, ttl_seconds: float = 300.0) -> None:
+        """Create an empty registry."""
+        self.max_users = max_users
+        self.ttl_seconds = ttl_seconds
+        self._entries: OrderedDict[str, tuple[BM25Index[Any], dict[Any, Any], float]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(
+        self, user_id: str, load: Callable[[], Iterable[Any]]
+    ) -> tuple[BM25Index[Any], dict[Any, Any]]:
+        """Return the user's index and ``{id: record}``, building them with `load()` if needed.
+
+        Args:
+            user_id: Whose index.
+            load: Returns the user's recallable records (each with ``id`` and ``content``).
+        """
+        now = time.monotonic()
+        with self._lock:
+            entry = self._entries.get(user_id)
+            if entry is not None and now - entry[2] <= self.ttl_seconds:
+                self._entries.move_to_end(user_id)
+                return entry[0], entry[1]
+        index: BM25Index[Any] = BM25Index()
+        records: dict[Any, Any] = {}
+        for rec in load():
+            text, extra = record_fields(rec)
+            index.add(rec.id, text, extra=extra)
+            records[rec.id] = rec
+        with self._lock:
+            self._entries[user_id] = (index, records, now)
+            self._entries.move_to_end(user_id)
+            while len(self._entries) > self.max_users:
+                self._entries.popitem(last=False)
+        return index, records
+
+    def upsert(self, user_id: str, records: Iterable[Any]) -> None:
+        """Index (or re-index) records of a user whose index is loaded; else do nothing."""
+        with self._lock:
+            entry = self._entries.get(user_id)
+        if entry is None:
+            return
+        index, known, _ = entry
+        for rec in records:
+            text, extra = record_fields(rec)
+            index.add(rec.id, text, extra=extra)
+            known[rec.id] = rec
+
+    def remove(self, user_id: str, ids: Iterable[Any]) -> None:
+        """Remove records of a user from the loaded index (absent ids are ignored)."""
+        with self._lock:
+            entry = self._entries.get(user_id)
+        if entry is None:
+            return
+        index, known, _ = entry
+        for i in ids:
+            index.remove(i)
+            known.pop(i, None)
+
+    def drop(self, user_id: str | None = None) -> None:
+        """Forget one user's index, or every index; the next `get` rebuilds it."""
+        with self._lock:
+            if user_id is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(user_id, None)

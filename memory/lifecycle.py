@@ -6,7 +6,6 @@ functions are pure: they take records and return the changes to write.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -56,8 +55,11 @@ class Policy:
         conflict_margin: Confidences closer than this count as near-equal.
         candidate_ttl: How long an unconfirmed candidate waits before it expires.
         event_ttl: Expiry of an event whose date is unknown.
-        half_life_days: Per kind, the age at which a memory's ranking weight halves.
+        half_life_days: Per kind, the age at which recency's share of a memory's ranking
+            weight halves (None: no decay; facts are superseded instead).
         archive_after: Memories neither recalled nor restated for this long are archived.
+        turn_ttl: How long raw user turns (`episode` memories) stay recallable.
+        archive_turns: Keep each user turn as a raw `episode` memory beside the extracted ones.
         sensitive: What to do with passwords, keys, card and ID numbers, phone numbers and
             emails found in a statement: `drop` it, or keep it with the data `redact`ed.
     """
@@ -66,10 +68,12 @@ class Policy:
     conflict_margin: float = 0.1
     candidate_ttl: timedelta = timedelta(days=30)
     event_ttl: timedelta = timedelta(days=7)
-    half_life_days: dict[str, float] = field(
-        default_factory=lambda: {"fact": 365.0, "preference": 180.0, "event": 14.0}
+    half_life_days: dict[str, float | None] = field(
+        default_factory=lambda: {"fact": None, "preference": 365.0, "event": 30.0, "episode": 180.0}
     )
     archive_after: timedelta = timedelta(days=180)
+    turn_ttl: timedelta = timedelta(days=365)
+    archive_turns: bool = True
     sensitive: Literal["drop", "redact"] = "drop"
 
 
@@ -272,15 +276,6 @@ def forget(record: MemoryRecord, now: datetime, reason: str = "forgotten") -> Ch
     return Change("forgotten", record)
 
 
-def weight(record: MemoryRecord, now: datetime, policy: Policy | None = None) -> float:
-    """Return a ranking weight in (0, 1]: decays with age, lifted by recent recall."""
-    policy = policy or Policy()
-    half_life = policy.half_life_days.get(record.kind, 365.0)
-    last = max(record.updated_at, record.last_recalled_at or record.updated_at)
-    age_days = max((now - last).total_seconds() / 86400, 0.0)
-    return math.pow(0.5, age_days / half_life) * (0.5 + 0.5 * record.confidence)
-
-
 def consolidate(
     records: list[MemoryRecord], now: datetime, policy: Policy | None = None
 ) -> list[Change]:
@@ -351,4 +346,3 @@ def consolidate(
 def _near_duplicate(a: MemoryRecord, b: MemoryRecord) -> bool:
     x, y = normalize_text(a.content), normalize_text(b.content)
     return x == y or (min(len(x), len(y)) >= 4 and _overlap(x, y) >= 0.8 and _overlap(y, x) >= 0.8)
-

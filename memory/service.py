@@ -13,15 +13,17 @@ import functools
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
 from langgraph.store.base import BaseStore, GetOp, PutOp
 
+from memory import retrieval
 from memory.access import AccessDenied, AccessPolicy, can_read, check_write, same_partition
 from memory.access import scope_for as access_scope
 from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
+from memory.lexical import LexicalIndexes
 from memory.lifecycle import (
     Change,
     Policy,
@@ -30,7 +32,6 @@ from memory.lifecycle import (
     forget_targets,
     negation_targets,
     reconcile,
-    weight,
 )
 from memory.privacy import find_sensitive, redact
 from memory.records import (
@@ -50,8 +51,20 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 PAGE = 500
+CANDIDATES = 200
+PINNED = 4
+TURN_SUBJECT = "episode.turn."
+CORE_SUBJECTS = ("profile.", "diet.", "health.")
+IMMINENT = timedelta(days=14)
 THREADS_ROOT = "threads"
 REPAIR_ROOT = "index_repair"
+
+
+def _is_core(record: MemoryRecord, now: datetime) -> bool:
+    """Return True for memories worth knowing in any conversation with the user."""
+    if record.kind == "event" and record.valid_from is not None:
+        return now - timedelta(days=1) <= record.valid_from <= now + IMMINENT
+    return record.subject.startswith(CORE_SUBJECTS)
 
 
 class MemoryNotFound(KeyError):
@@ -81,10 +94,13 @@ class ConsolidationReport:
 
 @dataclass(frozen=True)
 class Recalled:
-    """A memory returned by search, with its score."""
+    """A memory returned by search, with its score and why it was returned."""
 
     record: MemoryRecord
     score: float
+    why: str = "relevant"
+    """`relevant` (ranked for the query), `core` (always worth knowing) or `conflict`
+    (the other side of a conflicting note that was recalled)."""
 
 
 def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
@@ -125,6 +141,8 @@ class MemoryService:
         self.agent_id = agent_id
         self.checkpointer = checkpointer
         self.policy = policy or Policy()
+        # Per-user BM25 over the store's records, kept in step with every write below.
+        self.lexical = LexicalIndexes()
         self.access = access
 
     def _may_read(self, rec: MemoryRecord) -> bool:
@@ -160,7 +178,12 @@ class MemoryService:
         return out
 
     def list(
-        self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
+        self,
+        user_id: str,
+        *,
+        include_inactive: bool = False,
+        kind: Kind | None = None,
+        include_turns: bool = False,
     ) -> builtins.list[MemoryRecord]:
         """Return a user's memories that this agent may read, newest first.
 
@@ -168,10 +191,15 @@ class MemoryService:
             user_id: Whose memories.
             include_inactive: Also return superseded, forgotten and expired ones.
             kind: Only this kind.
+            include_turns: Also return the raw-turn archive (see `archive_turns`).
 
         """
         records = self._scan(user_id, include_inactive=include_inactive, kind=kind)
-        return [r for r in records if self._may_read(r)]
+        return [
+            r
+            for r in records
+            if self._may_read(r) and (include_turns or not r.subject.startswith(TURN_SUBJECT))
+        ]
 
     def _scan(
         self, user_id: str, *, include_inactive: bool = False, kind: Kind | None = None
@@ -196,42 +224,70 @@ class MemoryService:
     def search(
         self, user_id: str, query: str, k: int = 8, *, now: datetime | None = None
     ) -> builtins.list[Recalled]:
-        """Return up to `k` active memories of a user relevant to `query`.
+        """Return the active memories of a user relevant to `query`, best first.
 
-        Every index hit is re-read from the store; hits whose record is missing, not
-        active, expired or owned by someone else are dropped. If the index is down, recall
-        falls back to matching words over the user's records in the store.
+        Hybrid recall: BM25 over the user's records (CJK-aware) fused with Chroma
+        similarity, a relevance floor calibrated for the embedder, recency, confidence,
+        time-window and name boosts (`memory.retrieval`). Every result is re-read from the
+        store; records missing, not active, expired or owned by someone else are dropped.
+        If Chroma is down, recall goes on from the lexical index alone.
+
+        Up to `k` ranked memories are returned, plus up to `PINNED` "core" ones that are
+        always worth knowing (name, home, diet, health, imminent events) when the query
+        did not already bring them. Nothing is returned for a query nothing matches,
+        except those core memories.
         """
         user_id = check_user_id(user_id)
         now = now or utcnow()
         if k <= 0:
             return []
+        bm25, records = self.lexical.get(user_id, lambda: self._scan(user_id))
+        lexical = bm25.search(query, CANDIDATES) if query.strip() else []
+        dense: builtins.list[tuple[str, float]] = []
         if self.index is not None and query.strip():
             try:
-                return self._dense_search(user_id, query, k, now)
-            except IndexMismatch:
-                raise
+                vector = self.index.embedder.embed([query])[0]
+                hits = self.index.query(user_id, vector, CANDIDATES)
+                dense = [(h.id, h.similarity) for h in hits]
+                missing = [(h.kind, h.id) for h in hits if h.id not in records]
+                if missing:  # written by another process since the lexical index was built
+                    found = self._get_many(user_id, missing)
+                    records.update(found)
+                    self.lexical.upsert(user_id, found.values())
             except IndexUnavailable as exc:
-                log.warning("index unavailable, recalling from the store: %s", exc)
-        return self._store_search(user_id, query, k, now)
+                log.warning("index unavailable, recalling by words only: %s", exc)
+        live = {i: r for i, r in records.items() if r.is_recallable(now)}
+        ranked = retrieval.rank(
+            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10
+        )
+        # Raw conversation turns come back only when their words match: a vague dense
+        # neighbour from an old conversation is noise next to the extracted memories.
+        matched = {i for i, s in lexical if s > 0}
+        ranked = [(i, s) for i, s in ranked if live[i].kind != "episode" or i in matched]
+        pinned = [r for r in live.values() if _is_core(r, now)]
+        pinned.sort(key=lambda r: r.updated_at, reverse=True)
+        # The lexical snapshot may be stale: the store has the last word.
+        wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
+        fresh = self._get_many(user_id, wanted)
+        gone = [i for _, i in wanted if i not in fresh or not fresh[i].is_recallable(now)]
+        if gone:
+            self.lexical.remove(user_id, gone)
+        out = self._finish(
+            user_id,
+            [Recalled(fresh[i], s) for i, s in ranked if i in fresh and i not in gone],
+            k,
+            now,
+        )
+        have = {r.record.id for r in out}
+        extra = [r for r in pinned if r.id in fresh and r.id not in gone and r.id not in have]
+        out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if self._may_read(r)][:PINNED]
+        return out
 
-    def _dense_search(
-        self, user_id: str, query: str, k: int, now: datetime
-    ) -> builtins.list[Recalled]:
-        assert self.index is not None
-        vector = self.index.embedder.embed([query])[0]
-        hits = self.index.query(user_id, vector, k * 3 + 10)
-        records = self._get_many(user_id, [(hit.kind, hit.id) for hit in hits])
-        found: builtins.list[Recalled] = []
-        for hit in hits:
-            rec = records.get(hit.id)
-            if rec is None or not rec.is_recallable(now):
-                continue
-            # Similarity decides; age and confidence break near-ties (0.9..1.0 factor).
-            score = hit.similarity * (0.9 + 0.1 * weight(rec, now, self.policy))
-            found.append(Recalled(rec, score))
-        found.sort(key=lambda r: r.score, reverse=True)
-        return self._finish(user_id, found, k, now)
+    def _rank_config(self) -> retrieval.RankConfig:
+        return retrieval.RankConfig(
+            embedder=self.index.embedder.spec if self.index is not None else "local",
+            half_life_days=self.policy.half_life_days,
+        )
 
     def _finish(
         self, user_id: str, ranked: builtins.list[Recalled], k: int, now: datetime
@@ -249,25 +305,13 @@ class MemoryService:
             have = {r.record.id for r in out}
             for rec in self.list(user_id):
                 if rec.conflict_group in groups and rec.id not in have:
-                    out.append(Recalled(rec, 0.0))
+                    out.append(Recalled(rec, 0.0, "conflict"))
         return out
-
-    def _store_search(
-        self, user_id: str, query: str, k: int, now: datetime
-    ) -> builtins.list[Recalled]:
-        q = normalize_text(query)
-        grams = {q[i : i + 2] for i in range(len(q) - 1)} or {q}
-        scored = []
-        for rec in self.list(user_id):
-            text = normalize_text(rec.content)
-            score = sum(g in text for g in grams) / max(len(grams), 1)
-            scored.append(Recalled(rec, score))
-        scored.sort(key=lambda r: (r.score, r.record.updated_at), reverse=True)
-        return self._finish(user_id, scored, k, now)
 
     def export(self, user_id: str) -> builtins.list[dict[str, Any]]:
         """Return all of a user's memories, with history, as JSON-safe dicts."""
-        return [r.to_store() for r in self.list(user_id, include_inactive=True)]
+        rows = self.list(user_id, include_inactive=True, include_turns=True)
+        return [r.to_store() for r in rows]
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -373,6 +417,59 @@ class MemoryService:
                 return Change("refused", new, note=str(exc))
         return None
 
+    def archive_turns(
+        self, user_id: str, turns: Iterable[tuple[str, str, str]], source: Source
+    ) -> int:
+        """Keep raw user turns as `episode` memories (seed 000 §5.2: extraction loses detail).
+
+        Each turn is stored with its neighbouring messages as lexical context, under a
+        stable id (replaying a turn writes nothing twice), expiring after the policy's
+        `turn_ttl`. Sensitive data is dropped or redacted as for any other memory.
+
+        Args:
+            user_id: Whose turns.
+            turns: `(message_id, text, context)` per user message; context is what was said
+                around it (the assistant's previous and next messages).
+            source: Thread and time they were said.
+
+        Returns:
+            How many turns were written.
+        """
+        user_id = check_user_id(user_id)
+        said_at = source.said_at or utcnow()
+        records = []
+        for message_id, text, context in turns:
+            text, context = " ".join(text.split())[:2000], " ".join(context.split())[:2000]
+            if not text:
+                continue
+            if find_sensitive(f"{text}\n{context}"):
+                if self.policy.sensitive == "drop":
+                    continue
+                text, context = redact(text), redact(context)
+            records.append(
+                MemoryRecord(
+                    id=stable_id(user_id, "turn", source.thread_id or "", message_id),
+                    user_id=user_id,
+                    agent_id=self.agent_id,
+                    scope=access_scope(self.access, self.agent_id, "episode.turn"),
+                    kind="episode",
+                    subject=f"{TURN_SUBJECT}{source.thread_id or 'none'}",
+                    content=text,
+                    value={"context": context},
+                    confidence=1.0,
+                    source=source.model_copy(update={"message_ids": [message_id],
+                                                     "said_at": said_at}),
+                    valid_from=said_at,
+                    expires_at=said_at + self.policy.turn_ttl,
+                )
+            )  # fmt: skip
+        if not records:
+            return 0
+        existing = self._get_many(user_id, [("episode", r.id) for r in records])
+        new = [r for r in records if r.id not in existing]
+        self._write(user_id, [Change("added", r) for r in new])
+        return len(new)
+
     def mark_recalled(
         self, user_id: str, recalled: Iterable[tuple[str, str]], now: datetime | None = None
     ) -> None:
@@ -465,6 +562,7 @@ class MemoryService:
         check_write(self.access, self.agent_id, rec)
         if hard:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
+            self.lexical.remove(user_id, [rec.id])
             self._index_call(user_id, "delete", lambda: self._index_delete(user_id, [rec.id]))
             return rec
         change = forget(rec, utcnow())
@@ -501,6 +599,7 @@ class MemoryService:
             self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
         now = utcnow()
         active = [r for r in records if r.is_recallable(now)]
+        self.lexical.drop(user_id)
         self._index_call(user_id, "upsert", lambda: self._index_upsert(active))
         return len(records)
 
@@ -540,6 +639,7 @@ class MemoryService:
         if self.index is not None:
             index = self.index
             self._index_call(user_id, "drop_user", lambda: index.drop_user(user_id))
+        self.lexical.drop(user_id)
         return len(records)
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
@@ -569,6 +669,7 @@ class MemoryService:
         out = {}
         for uid in users:
             self.index.drop_user(uid)
+            self.lexical.drop(uid)
             active = self._scan(uid)
             self.index.upsert(active)
             for item in self._all((REPAIR_ROOT, uid)):
@@ -656,11 +757,13 @@ class MemoryService:
                 for c in changes
             ]
         )
-        if not index:
-            return
         now = utcnow()
         live = [c.record for c in changes if c.record.is_recallable(now)]
         dead = [c.record.id for c in changes if not c.record.is_recallable(now)]
+        self.lexical.upsert(user_id, live)
+        self.lexical.remove(user_id, dead)
+        if not index:
+            return
         self._index_call(user_id, "upsert", lambda: self._index_upsert(live))
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, dead))
 
@@ -706,6 +809,7 @@ class MemoryService:
     adelete_user = _in_thread(delete_user)
     aremember_thread = _in_thread(remember_thread)
     amark_recalled = _in_thread(mark_recalled)
+    aarchive_turns = _in_thread(archive_turns)
     athreads = _in_thread(threads)
     apending_repairs = _in_thread(pending_repairs)
     ausers = _in_thread(users)

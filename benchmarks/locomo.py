@@ -1,0 +1,515 @@
+"""Evidence recall on LoCoMo: dense-only vs BM25-only vs our hybrid ranking.
+
+    python benchmarks/locomo.py [--data PATH] [--audit PATH] [--limit-conversations N]
+                                [--limit-questions N] [--k 1 5 10 25]
+                                [--ours JSON] [--rank-config JSON]
+
+``--data`` defaults to ``<repo>/../shared/data/locomo/locomo10_dev.json``;
+``--limit-questions`` keeps the first N questions of each conversation.
+
+Every raw turn of a conversation is one document of one user (one user per conversation):
+"<speaker>: <text> [shares a photo of <caption>]", said at its session's date. Vectors are
+made with the bundled embedder (`make_embedder("local")`) and stored in an embedded Chroma
+through `memory.index.ChromaIndex` (one collection per user, as in the product); the
+lexical index is `memory.lexical.BM25Index`. Each non-adversarial question (category != 5)
+is asked after the whole conversation. Three systems are measured side by side:
+
+* ``dense``: Chroma similarity of the question to each turn;
+* ``bm25``: `BM25Index` over the turn text alone (our tokenizer); ``bm25_plain`` is the
+  same with no stemming, the README's reference setting;
+* ``ours``: `memory.retrieval.rank` with its default `RankConfig`, fusing the top 200
+  Chroma hits (each turn's similarity averaged with its neighbours', see
+  `retrieval.smooth_with_context`) with a BM25 index whose documents also carry the two
+  turns either side as a down-weighted field (still one document, one score per turn).
+  Turns are ranked as ``episode`` records (the kind the design reserves for archived raw
+  turns), so they get the episode recency half-life; the time window and the name boost
+  are read from the question, with "now" one day after the last session.
+
+Metrics per system, overall and per category: evidence recall@k ("all" evidence turns in
+the top k, and "any"), NDCG@10, tokens of the top-k memory block vs the full history,
+and retrieval latency per question (query embedding included for dense and ours).
+Evidence strings are split on ``;``, ``,`` and spaces and repaired ("D:11:26" → "D11:26");
+with ``--audit`` the audit's ``correct_evidence`` replaces the cited evidence.
+Prints one JSON object on stdout; progress goes to stderr. The data is read in place,
+never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from memory import retrieval  # noqa: E402
+from memory.block import format_block  # noqa: E402
+from memory.lexical import BM25Index  # noqa: E402
+from memory.records import MemoryRecord, Source  # noqa: E402
+
+DEFAULT_DATA = REPO / "../shared/data/locomo/locomo10_dev.json"
+DEFAULT_AUDIT = REPO / "../shared/data/locomo/locomo10_dev_audit_errors.json"
+CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop"}
+SYSTEMS = ("dense", "bm25", "bm25_plain", "ours")
+
+# How "ours" builds its documents and queries (the ranking weights live in RankConfig).
+OURS_DEFAULTS: dict[str, Any] = {
+    # BM25 document of a turn = the turn + up to this many turns either side (same session),
+    # each counted with this weight.
+    "lexical_neighbours": [0.5, 0.5],
+    # Dense similarity of a turn averaged with its neighbours' (`retrieval.smooth_with_context`).
+    "dense_neighbours": [0.5, 0.25],
+    # Candidates fetched from each index (0 = every turn of the user).
+    "dense_depth": 200,
+    "lexical_depth": 200,
+}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- data -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Turn:
+    """One raw dialogue turn, record-like for `retrieval.rank`."""
+
+    id: str
+    speaker: str
+    text: str
+    caption: str | None
+    session: int
+    position: int
+    said_at: datetime
+    kind: str = "episode"
+    confidence: float = 1.0
+    content: str = ""
+
+
+@dataclass
+class Question:
+    conv: int
+    index: int
+    question: str
+    category: int
+    evidence: list[str]
+    corrected: bool = False
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    speakers: tuple[str, str]
+    turns: list[Turn]
+    questions: list[Question] = field(default_factory=list)
+
+    @property
+    def now(self) -> datetime:
+        """Questions are asked after the whole conversation."""
+        return max(t.said_at for t in self.turns) + timedelta(days=1)
+
+
+def parse_session_date(text: str) -> datetime:
+    """ "1:56 pm on 8 May, 2023" → an aware datetime (UTC)."""
+    clean = " ".join(text.replace(",", ", ").split()).replace(" ,", ",")
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
+        try:
+            return datetime.strptime(clean, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+    raise ValueError(f"unreadable session date {text!r}")
+
+
+_EVIDENCE_RE = re.compile(r"D:?(\d+):(\d+)")
+
+
+def parse_evidence(items: list[Any]) -> list[str]:
+    """Split malformed evidence strings and repair "D:11:26"; drop pieces with no turn id."""
+    out: list[str] = []
+    for item in items:
+        for piece in re.split(r"[;,\s]+", str(item)):
+            m = _EVIDENCE_RE.fullmatch(piece.strip())
+            if m:
+                dia = f"D{int(m.group(1))}:{int(m.group(2))}"
+                if dia not in out:
+                    out.append(dia)
+    return out
+
+
+def turn_content(speaker: str, text: str, caption: str | None) -> str:
+    body = f"{speaker}: {text}"
+    if caption:
+        body += f" [shares a photo of {caption}]"
+    return body
+
+
+def load(data: Path, audit: Path | None) -> tuple[list[Conversation], dict[str, int]]:
+    raw = json.loads(data.read_text(encoding="utf-8"))
+    fixes: dict[tuple[int, int], list[str]] = {}
+    if audit is not None:
+        for row in json.loads(audit.read_text(encoding="utf-8")):
+            m = re.fullmatch(r"locomo_(\d+)_qa(\d+)", row.get("question_id", ""))
+            correct = parse_evidence(row.get("correct_evidence") or [])
+            cited = parse_evidence(row.get("cited_evidence") or [])
+            if m and correct and sorted(correct) != sorted(cited):
+                fixes[(int(m.group(1)), int(m.group(2)))] = correct
+    stats = {"evidence_corrections_applied": 0, "questions_without_evidence": 0}
+    convs: list[Conversation] = []
+    for ci, item in enumerate(raw):
+        conv = item["conversation"]
+        turns: list[Turn] = []
+        sessions = sorted(
+            int(k.split("_")[1])
+            for k, v in conv.items()
+            if re.fullmatch(r"session_\d+", k) and isinstance(v, list)
+        )
+        for s in sessions:
+            when = parse_session_date(conv[f"session_{s}_date_time"])
+            for t in conv[f"session_{s}"]:
+                caption = t.get("blip_caption")
+                turns.append(
+                    Turn(
+                        id=t["dia_id"],
+                        speaker=t["speaker"],
+                        text=t["text"],
+                        caption=caption,
+                        session=s,
+                        position=len(turns),
+                        said_at=when,
+                        content=turn_content(t["speaker"], t["text"], caption),
+                    )
+                )
+        c = Conversation(
+            item.get("sample_id", str(ci)), (conv["speaker_a"], conv["speaker_b"]), turns
+        )
+        for qi, qa in enumerate(item["qa"]):
+            if qa.get("category") == 5:
+                continue
+            evidence = parse_evidence(qa.get("evidence") or [])
+            corrected = (ci, qi) in fixes
+            if corrected:
+                evidence = fixes[(ci, qi)]
+                stats["evidence_corrections_applied"] += 1
+            if not evidence:
+                stats["questions_without_evidence"] += 1
+                continue
+            c.questions.append(
+                Question(ci, qi, str(qa["question"]), int(qa["category"]), evidence, corrected)
+            )
+        convs.append(c)
+    return convs, stats
+
+
+# --- metrics ----------------------------------------------------------------------------------
+
+
+def ndcg(ranked: list[str], relevant: set[str], k: int) -> float:
+    dcg = sum(1.0 / math.log2(r + 2) for r, i in enumerate(ranked[:k]) if i in relevant)
+    ideal = sum(1.0 / math.log2(r + 2) for r in range(min(len(relevant), k)))
+    return dcg / ideal if ideal else 0.0
+
+
+class Scores:
+    def __init__(self, ks: list[int]) -> None:
+        self.ks = ks
+        self.rows: list[dict[str, float]] = []
+        self.cats: list[int] = []
+        self.latency_ms: list[float] = []
+        self.latency_search_ms: list[float] = []
+        self.block_ratio: dict[int, list[float]] = defaultdict(list)
+        self.block_tokens: dict[int, list[int]] = defaultdict(list)
+
+    def add(self, ranked: list[str], evidence: list[str], category: int) -> None:
+        rel = set(evidence)
+        row: dict[str, float] = {}
+        for k in self.ks:
+            top = set(ranked[:k])
+            row[f"R@{k}_all"] = float(rel <= top)
+            row[f"R@{k}_any"] = float(bool(rel & top))
+        row["NDCG@10"] = ndcg(ranked, rel, 10)
+        self.rows.append(row)
+        self.cats.append(category)
+
+    @staticmethod
+    def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+        if not rows:
+            return {}
+        return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]}
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": len(self.rows), **self._mean(self.rows)}
+        out["by_category"] = {
+            name: {"n": sum(1 for c in self.cats if c == cat),
+                   **self._mean([r for r, c in zip(self.rows, self.cats, strict=True) if c == cat])}
+            for cat, name in CATEGORIES.items()
+            if cat in self.cats
+        }  # fmt: skip
+        latencies = {
+            "latency_ms": self.latency_ms,
+            "latency_ms_without_query_embedding": self.latency_search_ms,
+        }
+        for key, values in latencies.items():
+            lat = sorted(values)
+            if lat:
+                out[key] = {
+                    "median": round(statistics.median(lat), 2),
+                    "p95": round(lat[min(len(lat) - 1, math.ceil(0.95 * len(lat)) - 1)], 2),
+                    "max": round(lat[-1], 2),
+                }
+        out["memory_tokens"] = {
+            f"top{k}": {
+                "median_tokens": statistics.median(self.block_tokens[k]),
+                "median_ratio_to_history": round(statistics.median(self.block_ratio[k]), 4),
+            }
+            for k in sorted(self.block_ratio)
+        }
+        return out
+
+
+# --- systems ----------------------------------------------------------------------------------
+
+
+def memory_records(conv: Conversation, user: str) -> dict[str, MemoryRecord]:
+    return {
+        t.id: MemoryRecord(
+            id=t.id,
+            user_id=user,
+            kind="fact",
+            subject=f"locomo.{t.id}",
+            content=t.content,
+            confidence=1.0,
+            source=Source(thread_id=f"session_{t.session}", said_at=t.said_at, via="import"),
+            created_at=t.said_at,
+            updated_at=t.said_at,
+        )
+        for t in conv.turns
+    }
+
+
+def history_tokens(conv: Conversation) -> int:
+    lines = []
+    last = None
+    for t in conv.turns:
+        if t.session != last:
+            lines.append(f"\n[session {t.session}, {t.said_at:%Y-%m-%d %H:%M}]")
+            last = t.session
+        lines.append(t.content)
+    return retrieval.estimate_tokens("\n".join(lines))
+
+
+def neighbours(conv: Conversation, weights: list[float]) -> dict[str, list[tuple[str, float]]]:
+    """Each turn's neighbours in its session: d turns away weighs weights[d - 1]."""
+    turns = conv.turns
+    out: dict[str, list[tuple[str, float]]] = {}
+    for i, t in enumerate(turns):
+        near = []
+        for d, w in enumerate(weights, 1):
+            for j in (i - d, i + d):
+                if w > 0 and 0 <= j < len(turns) and turns[j].session == t.session:
+                    near.append((turns[j].id, float(w)))
+        out[t.id] = near
+    return out
+
+
+def build_ours_lexical(conv: Conversation, opts: dict[str, Any]) -> BM25Index[str]:
+    index: BM25Index[str] = BM25Index()
+    turns = {t.id: t for t in conv.turns}
+    near = neighbours(conv, list(opts["lexical_neighbours"]))
+    for t in conv.turns:
+        index.add(t.id, t.content, extra=[(turns[j].content, w) for j, w in near[t.id]])
+    return index
+
+
+def run(
+    data: Path,
+    audit: Path | None,
+    *,
+    ks: list[int],
+    limit_conversations: int | None = None,
+    limit_questions: int | None = None,
+    ours: dict[str, Any] | None = None,
+    rank_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark and return the result object."""
+    from memory.embeddings import make_embedder
+    from memory.index import ChromaIndex
+
+    opts = {**OURS_DEFAULTS, **(ours or {})}
+    config = retrieval.with_overrides(retrieval.DEFAULT_CONFIG, **(rank_config or {}))
+    ks = sorted(set(ks) | {10})
+    kmax = max(ks)
+    convs, stats = load(data, audit)
+    convs = convs[:limit_conversations] if limit_conversations else convs
+    scores = {s: Scores(ks) for s in SYSTEMS}
+    t_start = time.perf_counter()
+    embedder = make_embedder("local")
+    embedder.embed(["warm up"])
+    n_turns = 0
+    embed_seconds = 0.0
+    ratios_history: list[int] = []
+    with tempfile.TemporaryDirectory(prefix="locomo-chroma-") as tmp:
+        index = ChromaIndex.open(embedder, path=tmp)
+        for ci, conv in enumerate(convs):
+            user = f"locomo-{ci}"
+            recs = memory_records(conv, user)
+            t0 = time.perf_counter()
+            index.upsert(list(recs.values()))
+            embed_seconds += time.perf_counter() - t0
+            n_turns += len(conv.turns)
+            turns = {t.id: t for t in conv.turns}
+            bm25: BM25Index[str] = BM25Index()
+            bm25_plain: BM25Index[str] = BM25Index(stemming=False)
+            for t in conv.turns:
+                bm25.add(t.id, t.content)
+                bm25_plain.add(t.id, t.content)
+            lex_ours = build_ours_lexical(conv, opts)
+            context = neighbours(conv, list(opts["dense_neighbours"]))
+            depth = int(opts["dense_depth"]) or len(conv.turns)
+            hist = history_tokens(conv)
+            ratios_history.append(hist)
+            now = conv.now
+            questions = conv.questions[:limit_questions] if limit_questions else conv.questions
+            log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
+                f"history ≈{hist} tokens")  # fmt: skip
+            for q in questions:
+                # Query embedding, shared by dense and ours (counted in both latencies).
+                t0 = time.perf_counter()
+                vec = embedder.embed([q.question])[0]
+                t_embed = (time.perf_counter() - t0) * 1000
+
+                t0 = time.perf_counter()
+                hits = index.query(user, vec, kmax)
+                dense_ids = [h.id for h in hits]
+                t_search = (time.perf_counter() - t0) * 1000
+                scores["dense"].latency_ms.append(t_embed + t_search)
+                scores["dense"].latency_search_ms.append(t_search)
+
+                t0 = time.perf_counter()
+                lex_ids = [i for i, _ in bm25.search(q.question, kmax)]
+                scores["bm25"].latency_ms.append((time.perf_counter() - t0) * 1000)
+                scores["bm25"].latency_search_ms.append(scores["bm25"].latency_ms[-1])
+
+                t0 = time.perf_counter()
+                plain_ids = [i for i, _ in bm25_plain.search(q.question, kmax)]
+                scores["bm25_plain"].latency_ms.append((time.perf_counter() - t0) * 1000)
+                scores["bm25_plain"].latency_search_ms.append(scores["bm25_plain"].latency_ms[-1])
+
+                t0 = time.perf_counter()
+                window = retrieval.parse_time_window(q.question, now)
+                lexical = lex_ours.search(q.question, int(opts["lexical_depth"]))
+                dense_hits = index.query(user, vec, depth)
+                ranked = retrieval.rank(
+                    q.question,
+                    [(h.id, h.similarity) for h in dense_hits],
+                    lexical,
+                    turns,
+                    now,
+                    config=config,
+                    k=kmax,
+                    window=window,
+                    context=context,
+                )
+                ours_ids = [i for i, _ in ranked]
+                t_search = (time.perf_counter() - t0) * 1000
+                scores["ours"].latency_ms.append(t_embed + t_search)
+                scores["ours"].latency_search_ms.append(t_search)
+
+                for name, ids in (("dense", dense_ids), ("bm25", lex_ids),
+                                  ("bm25_plain", plain_ids), ("ours", ours_ids)):  # fmt: skip
+                    sc = scores[name]
+                    sc.add(ids, q.evidence, q.category)
+                    for k in (5, 10):
+                        block = format_block([recs[i] for i in ids[:k]])
+                        tok = retrieval.estimate_tokens(block)
+                        sc.block_tokens[k].append(tok)
+                        sc.block_ratio[k].append(tok / hist)
+        del index
+    elapsed = time.perf_counter() - t_start
+    n_questions = len(scores["ours"].rows)
+    systems = {name: sc.summary() for name, sc in scores.items()}
+    baselines = ("dense", "bm25", "bm25_plain")
+    best = {k: max(systems[b][k] for b in baselines) for k in ("R@5_all", "R@10_all")}
+    ours_sum = systems["ours"]
+    targets = {
+        "R@5_all>=0.60": ours_sum["R@5_all"] >= 0.60,
+        "R@10_all>=0.70": ours_sum["R@10_all"] >= 0.70,
+        "R@5_all>=best_baseline+0.10": ours_sum["R@5_all"] >= best["R@5_all"] + 0.10,
+        "R@10_all>=best_baseline+0.10": ours_sum["R@10_all"] >= best["R@10_all"] + 0.10,
+        "top10_block_tokens_median_ratio<=0.10": ours_sum["memory_tokens"]["top10"][
+            "median_ratio_to_history"
+        ]
+        <= 0.10,
+        "latency_p95_ms<=50": ours_sum["latency_ms"]["p95"] <= 50,
+    }
+    return {
+        "benchmark": "locomo evidence recall (raw turns, category 5 excluded)",
+        "data": str(data),
+        "audit": str(audit) if audit else None,
+        "conversations": len(convs),
+        "turns": n_turns,
+        "questions": n_questions,
+        **stats,
+        "ks": ks,
+        "embedder": "local",
+        "dense_index": "embedded Chroma via memory.index.ChromaIndex (one collection per user)",
+        "ours_options": opts,
+        "rank_config": {k: v for k, v in config.__dict__.items() if k != "half_life_days"}
+        | {"half_life_days": dict(config.half_life_days)},
+        "median_history_tokens": statistics.median(ratios_history) if ratios_history else 0,
+        "systems": systems,
+        "ours_vs_best_baseline": {
+            k: round(systems["ours"][k] - best[k], 4) for k in ("R@5_all", "R@10_all")
+        },
+        "targets_met": targets,
+        "index_seconds": round(embed_seconds, 2),
+        "embed_texts_per_second": round(n_turns / embed_seconds, 1) if embed_seconds else None,
+        "elapsed_seconds": round(elapsed, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--audit", type=Path, default=None,
+                   help="audit file whose correct_evidence replaces cited evidence")  # fmt: skip
+    p.add_argument("--limit-conversations", type=int, default=None)
+    p.add_argument("--limit-questions", type=int, default=None)
+    p.add_argument("--k", type=int, nargs="+", default=[1, 5, 10, 25])
+    p.add_argument(
+        "--ours",
+        type=json.loads,
+        default=None,
+        help='JSON overrides of OURS_DEFAULTS, e.g. {"lexical_neighbours": []}',
+    )
+    p.add_argument("--rank-config", type=json.loads, default=None,
+                   help='JSON overrides of RankConfig, e.g. {"dense_weight": 0.2}')  # fmt: skip
+    args = p.parse_args(argv)
+    result = run(
+        args.data.resolve(),
+        args.audit.resolve() if args.audit else None,
+        ks=args.k,
+        limit_conversations=args.limit_conversations,
+        limit_questions=args.limit_questions,
+        ours=args.ours,
+        rank_config=args.rank_config,
+    )
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
