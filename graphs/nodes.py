@@ -35,7 +35,13 @@ from graphs.window import ContextOverflow, build_window, tokens
 from graphs.window import _turns as _split_turns
 from memory.access import AccessPolicy, describe_refused
 from memory.block import format_block
-from memory.extraction import Extraction, coerce_extraction, has_cjk
+from memory.extraction import (
+    Extraction,
+    asks_to_forget,
+    coerce_extraction,
+    has_cjk,
+    is_question,
+)
 from memory.index import ChromaIndex
 from memory.lifecycle import Policy
 from memory.privacy import describe as describe_withheld
@@ -371,7 +377,7 @@ class MemoryNodes:
             context = _text(earlier[-1]) if earlier else ""
             changes = await service.asave(user, extraction, source, context=context)
         if self.deps.policy.archive_turns and pending:
-            await service.aarchive_turns(user, _turns_with_context(messages, pending), source)
+            await service.aarchive_turns(user, _turns_to_archive(pending), source)
         recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
         if recalled:
             await service.amark_recalled(user, recalled, _turn_time(state))
@@ -399,20 +405,15 @@ class MemoryNodes:
         return update
 
 
-def _turns_with_context(
-    messages: list[AnyMessage], turns: list[HumanMessage]
-) -> list[tuple[str, str, str]]:
-    """Return `(id, text, context)` per user turn; context = the assistant's words around it."""
-    out = []
-    for turn in turns:
-        at = messages.index(turn)
-        said = [
-            _text(m)
-            for m in (*messages[max(at - 1, 0) : at], *messages[at + 1 : at + 2])
-            if isinstance(m, AIMessage) and m.name != "memory"
-        ]
-        out.append((turn.id or "", _text(turn), " ".join(said)[:1000]))
-    return out
+def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:
+    """Return `(id, text, context)` for the user turns worth keeping raw.
+
+    Questions and requests to forget are left out: they state nothing, and recalled
+    later they would only echo the query (or the very thing to forget). The assistant's words are not kept as context: in a chat they are mostly
+    the agent's own paraphrase, and as search text they bring back unrelated turns.
+    """
+    keep = [t for t in turns if not is_question(_text(t)) and not asks_to_forget(_text(t))]
+    return [(t.id or "", _text(t), "") for t in keep]
 
 
 def pending_messages(state: State | dict[str, Any]) -> list[HumanMessage]:

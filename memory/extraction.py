@@ -466,7 +466,13 @@ def _clauses(sentence: str) -> list[str]:
     return [p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")]
 
 
-def _is_question(sentence: str) -> bool:
+def asks_to_forget(text: str) -> bool:
+    """Return True if a message asks to forget something ("forget that …", "忘掉 …")."""
+    return any(p.match(s) for s in _sentences(text) for p in _FORGET)
+
+
+def is_question(sentence: str) -> bool:
+    """Return True if a sentence asks rather than states."""
     s = sentence.strip()
     return (
         s.endswith(("?", "？"))
@@ -509,7 +515,7 @@ def extract_rules(text: str, now: datetime) -> Extraction:
     """
     out = Extraction()
     for sentence in _sentences(text):
-        if _is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
+        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue
         forgot = False
         for pat in _FORGET:

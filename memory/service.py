@@ -30,6 +30,7 @@ from memory.lifecycle import (
     consolidate,
     forget,
     forget_targets,
+    mentions,
     negation_targets,
     reconcile,
 )
@@ -391,13 +392,17 @@ class MemoryService:
             self._write(user_id, step)
             changes.extend(step)
         if extraction.forget:
-            records = self.list(user_id, include_inactive=True)
+            records = self.list(user_id, include_inactive=True, include_turns=True)
             for req in extraction.forget:
                 step = []
                 for r in forget_targets(req, records, context):
                     refused = self._refusal(r, [])
                     if refused is not None:
                         changes.append(refused)
+                    elif r.subject.startswith(TURN_SUBJECT):
+                        # A raw turn that said it is deleted outright: no history to keep.
+                        self._delete(user_id, [r])
+                        changes.append(Change("forgotten", r, note="raw turn deleted"))
                     else:
                         step.append(forget(r, now))
                 self._write(user_id, step)
@@ -422,9 +427,10 @@ class MemoryService:
     ) -> int:
         """Keep raw user turns as `episode` memories (seed 000 §5.2: extraction loses detail).
 
-        Each turn is stored with its neighbouring messages as lexical context, under a
-        stable id (replaying a turn writes nothing twice), expiring after the policy's
-        `turn_ttl`. Sensitive data is dropped or redacted as for any other memory.
+        Each turn is stored under a stable id (replaying a turn writes nothing twice),
+        expiring after the policy's `turn_ttl`, with optional context (e.g. the
+        neighbouring turns of an imported dialogue) that is searchable at half weight.
+        Sensitive data is dropped or redacted as for any other memory.
 
         Args:
             user_id: Whose turns.
@@ -561,13 +567,37 @@ class MemoryService:
         rec = self.get(user_id, memory_id)
         check_write(self.access, self.agent_id, rec)
         if hard:
-            self.store.delete(namespace(user_id, rec.kind), rec.id)
-            self.lexical.remove(user_id, [rec.id])
-            self._index_call(user_id, "delete", lambda: self._index_delete(user_id, [rec.id]))
+            self._delete(user_id, [rec, *self._derived(user_id, rec)])
             return rec
         change = forget(rec, utcnow())
         self._write(user_id, [change])
         return change.record
+
+    def _derived(self, user_id: str, rec: MemoryRecord) -> builtins.list[MemoryRecord]:
+        """Return the episodes that carry a memory's words.
+
+        That is the raw turn it was said in, and summaries of its thread that mention it.
+        """
+        said_in = set(rec.source.message_ids)
+        out = []
+        for other in self._scan(user_id, include_inactive=True, kind="episode"):
+            if other.id == rec.id:
+                continue
+            raw_turn = other.subject.startswith(TURN_SUBJECT)
+            if (raw_turn and said_in & set(other.source.message_ids)) or (
+                other.source.thread_id == rec.source.thread_id
+                and other.source.via == "summary"
+                and mentions(rec.content, other) >= 0.6
+            ):
+                out.append(other)
+        return out
+
+    def _delete(self, user_id: str, records: builtins.list[MemoryRecord]) -> None:
+        """Delete records from the store, the lexical index and Chroma."""
+        ids = [r.id for r in records]
+        self.store.batch([PutOp(namespace(user_id, r.kind), r.id, None) for r in records])
+        self.lexical.remove(user_id, ids)
+        self._index_call(user_id, "delete", lambda: self._index_delete(user_id, ids))
 
     def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
         """Write exported records for a user (their `user_id` is replaced by this one).

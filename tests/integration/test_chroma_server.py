@@ -57,8 +57,9 @@ def test_memory_service_over_chroma_server(
     assert other_client.ids(ALICE) == {veg, berlin, nurse}
     assert other_client.ids(LEI) == {tea, shanghai}
 
-    # Dense recall ranks by meaning (no shared words with the query), in both languages.
-    assert _contents(service, ALICE, "What should I cook for dinner?")[0] == "User is vegetarian."
+    # Recall by meaning (no shared words with the query), in both languages. Diet is a core
+    # memory: it comes back for any query, ranked or not.
+    assert "User is vegetarian." in _contents(service, ALICE, "What should I cook for dinner?")
     assert _contents(service, ALICE, "Which city am I in?")[0] == "User lives in Berlin."
     assert _contents(service, LEI, "我应该喝什么饮料？")[0] == "用户喜欢喝绿茶。"
 

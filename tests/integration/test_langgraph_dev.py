@@ -99,10 +99,10 @@ async def test_memories_follow_the_user_across_threads(client: LangGraphClient) 
 
     # The memories went to the server's store, under alice's namespace.
     stored = await client.store.search_items(["memories", "alice"], limit=50)
-    assert sorted(i["value"]["content"] for i in stored["items"]) == [
-        "User is vegetarian.",
-        "User lives in Berlin.",
-    ]
+    facts = [i["value"] for i in stored["items"] if i["value"]["kind"] != "episode"]
+    assert sorted(v["content"] for v in facts) == ["User is vegetarian.", "User lives in Berlin."]
+    turns = [i["value"]["content"] for i in stored["items"] if i["value"]["kind"] == "episode"]
+    assert turns == ["I'm vegetarian and I live in Berlin."]  # the raw-turn archive
     assert {i["value"]["user_id"] for i in stored["items"]} == {"alice"}
 
     # A new thread has no messages of the first: what it knows comes from memory.
