@@ -92,7 +92,7 @@ async def test_threads_and_memories_survive_a_restart(
         assert len(state_b.values["messages"]) == 4
 
         # Deleting the user removes memories and both threads' checkpoints.
-        assert await session.service.adelete_user(user) == 2
+        assert await session.service.adelete_user(user) == 4  # 2 facts, 2 raw turns
         assert await session.service.alist(user, include_inactive=True) == []
         for thread in (thread_a, thread_b):
             gone = await session.graph.aget_state({"configurable": {"thread_id": thread}})
