@@ -270,7 +270,9 @@ class MemoryNodes:
         transcript = "\n".join(
             f"{'user' if isinstance(m, HumanMessage) else 'assistant'}: {_one_line(m)}"
             for m in older
-            if isinstance(m, HumanMessage | AIMessage) and _text(m).strip()
+            if isinstance(m, HumanMessage | AIMessage)
+            and _text(m).strip()
+            and len(_text(m)) <= self.deps.max_message_chars
         )
         lang = "zh" if has_cjk(transcript) else "en"
         try:
@@ -332,7 +334,7 @@ class MemoryNodes:
         message since the last extraction, in one call. Bad output is skipped.
         """
         messages = state.get("messages", [])
-        pending = _pending(messages, state.get("extracted_through"))
+        pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
         if not pending:
             return {"extraction": Extraction().model_dump()}
         exchange: list[BaseMessage] = list(pending)
@@ -359,7 +361,7 @@ class MemoryNodes:
         thread_id = str(get_config().get("configurable", {}).get("thread_id") or "") or None
         messages = state.get("messages", [])
         humans = _humans(messages)
-        pending = _pending(messages, state.get("extracted_through"))
+        pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
         source = Source(
             thread_id=thread_id,
             message_ids=[m.id for m in pending if m.id],
@@ -409,8 +411,9 @@ def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:
     """Return `(id, text, context)` for the user turns worth keeping raw.
 
     Questions and requests to forget are left out: they state nothing, and recalled
-    later they would only echo the query (or the very thing to forget). The assistant's words are not kept as context: in a chat they are mostly
-    the agent's own paraphrase, and as search text they bring back unrelated turns.
+    later they would only echo the query (or the very thing to forget). The assistant's
+    words are not kept as context: in a chat they are mostly the agent's own paraphrase,
+    and as search text they bring back unrelated turns.
     """
     keep = [t for t in turns if not is_question(_text(t)) and not asks_to_forget(_text(t))]
     return [(t.id or "", _text(t), "") for t in keep]
@@ -421,13 +424,20 @@ def pending_messages(state: State | dict[str, Any]) -> list[HumanMessage]:
     return _pending(state.get("messages", []), state.get("extracted_through"))
 
 
-def _pending(messages: list[AnyMessage], through: str | None) -> list[HumanMessage]:
-    """Return the user messages after `through` (all of them if it is unknown)."""
+def _pending(
+    messages: list[AnyMessage], through: str | None, max_chars: int | None = None
+) -> list[HumanMessage]:
+    """Return the user messages after `through` (all of them if it is unknown).
+
+    Messages that were refused (empty, or longer than `max_chars`) stay in the thread, as
+    everything does, but are never extracted from.
+    """
     humans = _humans(messages)
     ids = [m.id for m in humans]
     if through and through in ids:
-        return humans[ids.index(through) + 1 :]
-    return humans
+        humans = humans[ids.index(through) + 1 :]
+    limit = max_chars or 10**9
+    return [m for m in humans if _text(m).strip() and len(_text(m)) <= limit]
 
 
 def _summarized_ids(messages: list[AnyMessage], through: str | None) -> set[str]:

@@ -153,6 +153,9 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
             open=False,
             min_size=1,
             max_size=8,
+            # Connections die when Postgres restarts; check before lending one out.
+            check=ConnectionPool.check_connection,
+            timeout=10,
         )
         try:
             pool.open(wait=True, timeout=5)
@@ -219,6 +222,8 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
             open=False,
             min_size=1,
             max_size=8,
+            check=AsyncConnectionPool.check_connection,
+            timeout=10,
         )
         try:
             await pool.open(wait=True, timeout=5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from memory.records import MemoryRecord
 
 BLOCK_OPEN = "<memories>"
@@ -20,8 +22,13 @@ def format_line(record: MemoryRecord) -> str:
         label = f"event on {record.valid_from.date().isoformat()}"
     if record.conflict_group:
         label = f"{label} · CONFLICTS with another note on {record.subject}: ask the user"
-    quoted = record.content.replace("\\", "\\\\").replace('"', '\\"')
-    return f'- [{label} · said {said} · {where} · confidence {record.confidence:.2f}] "{quoted}"'
+    head = f"- [{label} · said {said} · {where} · confidence {record.confidence:.2f}]"
+    return f"{head} {quote(record.content)}"
+
+
+def quote(text: str) -> str:
+    """Return text as one JSON string literal that cannot close the block or add a line."""
+    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def format_block(records: list[MemoryRecord]) -> str:
@@ -44,6 +51,8 @@ def parse_block(text: str) -> list[str]:
     for line in text[start + len(BLOCK_OPEN) : end].splitlines():
         line = line.strip()
         if line.startswith("- [") and line.endswith('"') and '] "' in line:
-            body = line[line.index('] "') + 3 : -1]
-            out.append(body.replace('\\"', '"').replace("\\\\", "\\"))
+            try:
+                out.append(json.loads(line[line.index('] "') + 2 :]))
+            except json.JSONDecodeError:
+                continue
     return out

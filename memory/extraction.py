@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory.records import normalize_text
+from memory.records import clean_text, normalize_text
 from memory.timeparse import find_date
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class CandidateMemory(BaseModel):
     @field_validator("content")
     @classmethod
     def _content(cls, v: str) -> str:
-        v = " ".join(v.split())
+        v = clean_text(v)
         if not v:
             raise ValueError("content is empty")
         return v[:MAX_CONTENT_CHARS]
@@ -169,8 +169,10 @@ def _cand(kind: str, subject: str, content: str, value: str | None, conf: float)
     )
 
 
-def _like(verb: str, obj: str, zh: bool) -> CandidateMemory:
+def _like(verb: str, obj: str, zh: bool) -> CandidateMemory | None:
     obj = _clean(obj)
+    if not normalize_text(obj):
+        return None  # 'I like "".' names nothing
     negative = verb in {
         "hate",
         "dislike",
@@ -539,6 +541,8 @@ def extract_rules(text: str, now: datetime) -> Extraction:
                     if m:
                         cand = build(m)
                         break
+            if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
+                cand = None  # the pattern matched, but the value it names is empty
             if cand is not None and len(out.memories) < MAX_CANDIDATES:
                 out.memories.append(cand)
     return out

@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 Kind = Literal["fact", "preference", "event", "episode"]
 Status = Literal["active", "candidate", "superseded", "forgotten", "archived", "expired"]
@@ -85,6 +85,12 @@ def normalize_text(text: str) -> str:
     return "".join(ch for ch in folded if ch.isalnum())
 
 
+def clean_text(text: str) -> str:
+    """Drop control characters (Postgres JSON refuses NUL) and fold whitespace to spaces."""
+    kept = "".join(ch for ch in text if ch in "\t\n\r" or unicodedata.category(ch) != "Cc")
+    return " ".join(kept.split())
+
+
 def stable_id(*parts: str) -> str:
     """Return a deterministic record id, so replaying the same turn writes the same keys."""
     return uuid.uuid5(uuid.NAMESPACE_URL, "\x1f".join(parts)).hex
@@ -140,6 +146,12 @@ class MemoryRecord(BaseModel):
     history: list[HistoryEntry] = Field(default_factory=list)
     hits: int = 0
     last_recalled_at: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _clean_content(cls, v: str) -> str:
+        # Imported or model-written text may carry newlines or NULs: one clean line.
+        return clean_text(v)
 
     def is_recallable(self, now: datetime) -> bool:
         """Return True if this record may be shown to the model at `now`."""

@@ -511,7 +511,7 @@ class MemoryService:
         """
         now = now or utcnow()
         report = ConsolidationReport()
-        for uid in [check_user_id(user_id)] if user_id else self.users():
+        for uid in [check_user_id(user_id)] if user_id else self.users(with_repairs=True):
             report.users += 1
             records = self._scan(uid, include_inactive=True)
             changes = consolidate(records, now, self.policy)
@@ -661,15 +661,23 @@ class MemoryService:
                 self.checkpointer.delete_thread(item.key)
         for item in threads:
             self.store.delete(item.namespace, item.key)
+        # Marked first: a crash mid-way leaves a marker that global `reindex` /
+        # `consolidate` find, even once no memory of the user is left to point at it.
+        marker = stable_id("drop_user", user_id)
+        self.store.put((REPAIR_ROOT, user_id), marker, {"op": "drop_user"})
         records = self._scan(user_id, include_inactive=True)
         for rec in records:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
-        for item in self._all((REPAIR_ROOT, user_id)):
-            self.store.delete(item.namespace, item.key)
+        self.lexical.drop(user_id)
+        dropped = True
         if self.index is not None:
             index = self.index
-            self._index_call(user_id, "drop_user", lambda: index.drop_user(user_id))
-        self.lexical.drop(user_id)
+            dropped = self._index_call(
+                user_id, "drop_user", lambda: index.drop_user(user_id), marker
+            )
+        if dropped:
+            for item in self._all((REPAIR_ROOT, user_id)):
+                self.store.delete(item.namespace, item.key)
         return len(records)
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
@@ -778,24 +786,41 @@ class MemoryService:
         return out
 
     def _write(self, user_id: str, changes: builtins.list[Change], *, index: bool = True) -> None:
-        changes = [c for c in changes if c.action not in ("withheld", "refused", "unchanged")]
-        if not changes:
-            return
-        self.store.batch(
-            [
-                PutOp(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
-                for c in changes
-            ]
-        )
+        """Write changed records to the store, then the lexical index, then Chroma.
+
+        A repair marker goes into the store in the same batch as the records and is removed
+        once Chroma has them, so a crash between the two writes is found and repaired by
+        `reindex` / `consolidate`. `unchanged` records (a replayed save) are re-sent to
+        Chroma, which is idempotent, in case the crash came before their vector.
+        """
         now = utcnow()
+        replayed = [c.record for c in changes if c.action == "unchanged"]
+        changes = [c for c in changes if c.action not in ("withheld", "refused", "unchanged")]
         live = [c.record for c in changes if c.record.is_recallable(now)]
         dead = [c.record.id for c in changes if not c.record.is_recallable(now)]
+        to_index = live + [r for r in replayed if r.is_recallable(now)]
+        ops: builtins.list[Any] = [
+            PutOp(namespace(user_id, c.record.kind), c.record.id, c.record.to_store())
+            for c in changes
+        ]
+        marker = None
+        if index and self.index is not None and (to_index or dead):
+            marker = stable_id("write", *sorted(r.id for r in to_index), *sorted(dead))
+            ops.append(
+                PutOp((REPAIR_ROOT, user_id), marker, {"op": "write", "at": now.isoformat()})
+            )
+        if ops:
+            self.store.batch(ops)
         self.lexical.upsert(user_id, live)
         self.lexical.remove(user_id, dead)
-        if not index:
+        if marker is None:
             return
-        self._index_call(user_id, "upsert", lambda: self._index_upsert(live))
-        self._index_call(user_id, "delete", lambda: self._index_delete(user_id, dead))
+        done = self._index_call(user_id, "upsert", lambda: self._index_upsert(to_index), marker)
+        done &= self._index_call(
+            user_id, "delete", lambda: self._index_delete(user_id, dead), marker
+        )
+        if done:
+            self.store.delete((REPAIR_ROOT, user_id), marker)
 
     def _index_upsert(self, records: builtins.list[MemoryRecord]) -> None:
         if self.index is not None and records:
@@ -805,16 +830,21 @@ class MemoryService:
         if self.index is not None and ids:
             self.index.delete(user_id, ids)
 
-    def _index_call(self, user_id: str, op: str, call: Callable[[], None]) -> None:
+    def _index_call(
+        self, user_id: str, op: str, call: Callable[[], None], marker: str | None = None
+    ) -> bool:
+        """Run an index call; on failure leave a repair marker. Return True on success."""
         try:
             call()
+            return True
         except (IndexUnavailable, IndexMismatch) as exc:
             log.warning("index %s failed, recorded for reindex: %s", op, exc)
             self.store.put(
                 (REPAIR_ROOT, user_id),
-                stable_id(op, utcnow().isoformat()),
+                marker or stable_id(op, utcnow().isoformat()),
                 {"op": op, "error": str(exc), "at": utcnow().isoformat()},
             )
+            return False
 
     def _all(self, ns: tuple[str, ...]) -> builtins.list[Any]:
         out: builtins.list[Any] = []

@@ -111,6 +111,16 @@ def _zh_int(token: str) -> int | None:
     return None
 
 
+MAX_DAYS_AHEAD = 3660
+
+
+def _in_days(today: date, n: int, words: str) -> DateMention | None:
+    """Return the day `n` days ahead; None past ten years (not a plan, maybe not a date)."""
+    if n > MAX_DAYS_AHEAD:
+        return None
+    return DateMention(today + timedelta(days=n), words)
+
+
 def find_date(text: str, now: datetime) -> DateMention | None:
     """Return the first date that text names, resolved against `now`.
 
@@ -123,7 +133,9 @@ def find_date(text: str, now: datetime) -> DateMention | None:
 
     """
     today = now.date()
-    low = text.lower()
+    # Lower-case character by character so positions in `low` are positions in `text`
+    # ("İ".lower() is two characters).
+    low = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text)
 
     # Chinese first: these words cannot be confused with English ones.
     m = re.search(r"(下下|下|这|本|上)?(?:周|星期|礼拜)([一二三四五六日天])", text)
@@ -159,7 +171,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
             return DateMention(today + timedelta(days=offset), word)
     m = re.search(r"(\d+|[一二三四五六七八九十两]{1,3})天(?:后|之后|以后)", text)
     if m and (n := _zh_int(m.group(1))):
-        return DateMention(today + timedelta(days=n), m.group(0))
+        return _in_days(today, n, m.group(0))
     for word, weeks in (
         ("下下周", 2),
         ("下周", 1),
@@ -214,7 +226,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
             return DateMention(today + timedelta(days=offset), word)
     m = re.search(r"\bin (\d+) days?\b", low)
     if m:
-        return DateMention(today + timedelta(days=int(m.group(1))), m.group(0))
+        return _in_days(today, int(m.group(1)), m.group(0))
     for word, weeks in (("next week", 1), ("this week", 0)):
         if word in low:
             start = _monday(today) + timedelta(days=7 * weeks)
