@@ -11,6 +11,7 @@ import asyncio
 import builtins
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -104,6 +105,26 @@ class Recalled:
     (the other side of a conflicting note that was recalled)."""
 
 
+_LOCKS: dict[tuple[int, str], threading.RLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _per_user(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run a read-modify-write of one user's memories under that user's lock.
+
+    Two turns of one user in parallel (two threads, or a recall count landing during a
+    save) would otherwise read the same records and the last write would undo the other.
+    This serializes them within a process; across processes, see the README.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(self: MemoryService, user_id: str, *args: Any, **kwargs: Any) -> T:
+        with self._user_lock(user_id):
+            return fn(self, user_id, *args, **kwargs)
+
+    return wrapper
+
+
 def _in_thread(fn: Callable[P, T]) -> Callable[P, Any]:
     @functools.wraps(fn)
     async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -144,7 +165,14 @@ class MemoryService:
         self.policy = policy or Policy()
         # Per-user BM25 over the store's records, kept in step with every write below.
         self.lexical = LexicalIndexes()
+
         self.access = access
+
+    def _user_lock(self, user_id: str) -> threading.RLock:
+        # Process-wide, per store: graph nodes build a service per call, so per-instance
+        # locks would never meet.
+        with _LOCKS_GUARD:
+            return _LOCKS.setdefault((id(self.store), user_id), threading.RLock())
 
     def _may_read(self, rec: MemoryRecord) -> bool:
         """Return True if this service's agent may read a memory (see `memory.access`)."""
@@ -348,6 +376,7 @@ class MemoryService:
                 raise AccessDenied(c.note)
         return changes
 
+    @_per_user
     def save(
         self, user_id: str, extraction: Extraction, source: Source, *, context: str = ""
     ) -> builtins.list[Change]:
@@ -422,6 +451,7 @@ class MemoryService:
                 return Change("refused", new, note=str(exc))
         return None
 
+    @_per_user
     def archive_turns(
         self, user_id: str, turns: Iterable[tuple[str, str, str]], source: Source
     ) -> int:
@@ -476,6 +506,7 @@ class MemoryService:
         self._write(user_id, [Change("added", r) for r in new])
         return len(new)
 
+    @_per_user
     def mark_recalled(
         self, user_id: str, recalled: Iterable[tuple[str, str]], now: datetime | None = None
     ) -> None:
@@ -556,6 +587,7 @@ class MemoryService:
             for item in self._all((REPAIR_ROOT, user_id)):
                 self.store.delete(item.namespace, item.key)
 
+    @_per_user
     def forget(self, user_id: str, memory_id: str, *, hard: bool = False) -> MemoryRecord:
         """Forget one memory: soft keeps it in history, hard deletes it from store and index.
 
@@ -599,6 +631,7 @@ class MemoryService:
         self.lexical.remove(user_id, ids)
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, ids))
 
+    @_per_user
     def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
         """Write exported records for a user (their `user_id` is replaced by this one).
 
@@ -644,6 +677,7 @@ class MemoryService:
         rec.history = []
         return rec
 
+    @_per_user
     def delete_user(self, user_id: str) -> int:
         """Delete every memory, vector, repair marker and thread of a user.
 

@@ -168,13 +168,6 @@ class Meet:
             raise RuntimeError(f"the hook ran {self.calls} times, expected 2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG memory/service.py MemoryService.save: reconcile reads (_related) and writes "
-    "(_write) without a lock or a conditional write, so the same statement said in two "
-    "threads at once is added twice instead of added + reinforced",
-)
 async def test_same_statement_in_two_parallel_threads_is_stored_once(
     pg_url: str, new_user: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -220,13 +213,6 @@ def after_mark_recalled_reads(monkeypatch: pytest.MonkeyPatch, hook: Callable[[]
         monkeypatch.setattr(MemoryService, name, wrapper)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG memory/service.py MemoryService.mark_recalled: read-modify-write of whole "
-    "records (read, hits += 1, put back) with no lock or version check: concurrent "
-    "recalls of one memory lose increments of `hits`",
-)
 async def test_parallel_recalls_are_all_counted(
     pg_url: str, new_user: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -256,13 +242,6 @@ async def as_role(role: str, job: Any) -> Any:
     return await job
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="BUG memory/service.py MemoryService.mark_recalled: it writes back the whole "
-    "record it read, so a recall that overlaps a save in another thread of the same user "
-    "undoes that save: a superseded city comes back as active",
-)
 async def test_recall_bookkeeping_never_undoes_a_parallel_supersede(
     pg_url: str, new_user: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
