@@ -477,8 +477,8 @@ async def test_postgres_gone_mid_run_fails_the_turn_then_recovers(
 ) -> None:
     user = new_user()
     async with session_through_an_outage(pg_proxy, pg_url, user, tmp_path) as s:
-        # Turns work again once the pool has replaced its dead connections (each dead one
-        # may fail one turn: see the xfail below); bounded by the pool's size.
+        # Turns work again once the pool has replaced its dead connections (the pool checks
+        # each one before lending it out); bounded by the pool's size.
         errors = []
         for _ in range(s.backends.checkpointer.conn.max_size + 1):
             try:
