@@ -658,8 +658,9 @@ class MemoryService:
                 raise AccessDenied(f"record {n}: {exc}") from exc
             records.append(rec)
         records = [r for r in map(self._clean_import, records) if r is not None]
-        for rec in records:
-            self.store.put(namespace(user_id, rec.kind), rec.id, rec.to_store())
+        for start in range(0, len(records), PAGE):
+            chunk = records[start : start + PAGE]
+            self.store.batch([PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in chunk])
         now = utcnow()
         active = [r for r in records if r.is_recallable(now)]
         self.lexical.drop(user_id)
