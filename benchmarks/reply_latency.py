@@ -66,7 +66,9 @@ async def measure(name: str, settings: Settings, model: Any, turns: int) -> dict
                            "p95": round(pct(firsts, 0.95), 1)},
         "run_complete_ms": {"median": round(statistics.median(totals), 1),
                             "p95": round(pct(totals, 0.95), 1)},
-        "first_token_over_complete": round(statistics.median(firsts) / statistics.median(totals), 3),
+        "first_token_over_complete": round(
+            statistics.median(firsts) / statistics.median(totals), 3
+        ),
         "close_flush_ms": round(flush_ms, 1),
     }  # fmt: skip
 

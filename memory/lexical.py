@@ -287,16 +287,21 @@ def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
     """Return what a memory record contributes to the lexical index.
 
     The content, plus its subject key ("diet.avoid.spicy" → "diet avoid spicy") at half
-    weight when the record has one, plus `value["context"]` (the neighbouring turns of a
-    raw-turn episode) at half weight.
+    weight when the record has one (not for raw turns), plus each neighbouring turn of a
+    raw-turn episode (`value["context"]`, a string or a list) at half weight.
     """
     subject = getattr(record, "subject", None) or ""
-    extra = [(re.sub(r"[._\-]+", " ", subject), 0.5)] if subject else []
+    extra: list[tuple[str, float]] = []
+    if subject and not subject.startswith("episode."):  # a raw turn's subject says nothing
+        extra.append((re.sub(r"[._\-]+", " ", subject), 0.5))
     value = getattr(record, "value", None)
-    if isinstance(value, dict) and isinstance(value.get("context"), str):
-        # Raw turns carry their neighbouring turns: a question often names what the
-        # neighbours said (on LoCoMo this is worth +0.09 recall@5).
-        extra.append((value["context"], 0.5))
+    context = value.get("context") if isinstance(value, dict) else None
+    # Raw turns carry their neighbouring turns, each a field of its own: a question often
+    # names what the neighbours said (on LoCoMo this is worth +0.09 recall@5).
+    if isinstance(context, str) and context:
+        extra.append((context, 0.5))
+    elif isinstance(context, list):
+        extra.extend((str(c), 0.5) for c in context if c)
     return record.content, extra
 
 

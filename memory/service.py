@@ -43,6 +43,7 @@ from memory.records import (
     MemoryRecord,
     Source,
     check_user_id,
+    clean_text,
     namespace,
     normalize_text,
     stable_id,
@@ -453,7 +454,10 @@ class MemoryService:
 
     @_per_user
     def archive_turns(
-        self, user_id: str, turns: Iterable[tuple[str, str, str]], source: Source
+        self,
+        user_id: str,
+        turns: Iterable[tuple[str, str, str | builtins.list[str]]],
+        source: Source,
     ) -> int:
         """Keep raw user turns as `episode` memories (seed 000 §5.2: extraction loses detail).
 
@@ -474,14 +478,18 @@ class MemoryService:
         user_id = check_user_id(user_id)
         said_at = source.said_at or utcnow()
         records = []
-        for message_id, text, context in turns:
-            text, context = " ".join(text.split())[:2000], " ".join(context.split())[:2000]
+        for message_id, said, around in turns:
+            text = clean_text(said)[:2000]
+            context = [
+                clean_text(c)[:2000] for c in ([around] if isinstance(around, str) else around)
+            ]
+            context = [c for c in context if c]
             if not text:
                 continue
-            if find_sensitive(f"{text}\n{context}"):
+            if find_sensitive("\n".join([text, *context])):
                 if self.policy.sensitive == "drop":
                     continue
-                text, context = redact(text), redact(context)
+                text, context = redact(text), [redact(c) for c in context]
             records.append(
                 MemoryRecord(
                     id=stable_id(user_id, "turn", source.thread_id or "", message_id),
@@ -491,10 +499,12 @@ class MemoryService:
                     kind="episode",
                     subject=f"{TURN_SUBJECT}{source.thread_id or 'none'}",
                     content=text,
-                    value={"context": context},
+                    value={"context": context} if context else None,
                     confidence=1.0,
                     source=source.model_copy(update={"message_ids": [message_id],
                                                      "said_at": said_at}),
+                    created_at=said_at,
+                    updated_at=said_at,
                     valid_from=said_at,
                     expires_at=said_at + self.policy.turn_ttl,
                 )

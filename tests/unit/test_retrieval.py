@@ -331,7 +331,7 @@ def test_locomo_benchmark_tiny_slice() -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert result["questions"] == 10 and result["conversations"] == 1
-    assert {"dense", "bm25", "ours"} <= set(result["systems"])
+    assert {"dense", "bm25", "bm25_plain", "ours", "service"} <= set(result["systems"])
     for system in result["systems"].values():
         assert system["n"] == 10
         for key in ("R@1_all", "R@5_all", "R@5_any", "R@10_all", "NDCG@10"):
@@ -339,3 +339,10 @@ def test_locomo_benchmark_tiny_slice() -> None:
         assert system["R@5_all"] <= system["R@10_all"] and system["R@5_all"] <= system["R@5_any"]
         assert 0 < system["memory_tokens"]["top10"]["median_ratio_to_history"] < 1
         assert system["latency_ms"]["median"] > 0
+    # The product path: every turn archived through MemoryService, then searched.
+    service = result["systems"]["service"]
+    assert result["service_options"]["turns_archived"] > 0
+    assert result["service_options"]["median_results_returned"] <= 10
+    assert set(result["service_vs_best_baseline"]) == {"R@5_all", "R@10_all"}
+    assert "service R@5_all>=0.60" in result["targets_met"]
+    assert 0.0 < service["R@10_any"] <= 1.0
