@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal, cast
+from typing import Literal, TypeVar, cast
 
 from memory.access import AccessPolicy
 from memory.backends import BackendConfig
@@ -14,24 +14,19 @@ from memory.lifecycle import Policy
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
 
-def _float(name: str, default: float) -> float:
+N = TypeVar("N", int, float)
+
+
+def _number(name: str, default: N) -> N:
+    """Read a number of the default's type from the environment, with a clear error."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        return type(default)(raw)
     except ValueError as exc:
-        raise ValueError(f"{name}={raw!r} is not a number") from exc
-
-
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name}={raw!r} is not an integer") from exc
+        kind = "an integer" if isinstance(default, int) else "a number"
+        raise ValueError(f"{name}={raw!r} is not {kind}") from exc
 
 
 @dataclass(frozen=True)
@@ -86,10 +81,10 @@ class Settings:
         if sensitive not in ("drop", "redact"):
             raise ValueError(f"MEMORY_AGENT_SENSITIVE={sensitive!r}: use 'drop' or 'redact'")
         policy = Policy(
-            candidate_threshold=_float("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6),
-            event_ttl=timedelta(days=_float("MEMORY_AGENT_EVENT_TTL_DAYS", 7)),
-            archive_after=timedelta(days=_float("MEMORY_AGENT_ARCHIVE_DAYS", 180)),
-            turn_ttl=timedelta(days=_float("MEMORY_AGENT_TURN_TTL_DAYS", 365)),
+            candidate_threshold=_number("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6),
+            event_ttl=timedelta(days=_number("MEMORY_AGENT_EVENT_TTL_DAYS", 7.0)),
+            archive_after=timedelta(days=_number("MEMORY_AGENT_ARCHIVE_DAYS", 180.0)),
+            turn_ttl=timedelta(days=_number("MEMORY_AGENT_TURN_TTL_DAYS", 365.0)),
             archive_turns=(env.get("MEMORY_AGENT_ARCHIVE_TURNS") or "true").lower()
             not in ("0", "false", "no", "off"),
             sensitive=cast(Literal["drop", "redact"], sensitive),
@@ -104,12 +99,12 @@ class Settings:
             openai_api_key=key,
             openai_base_url=base_url,
             agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
-            recall_k=_int("MEMORY_AGENT_RECALL_K", 8),
-            context_tokens=_int("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
-            summary_tokens=_int("MEMORY_AGENT_SUMMARY_TOKENS", 3000),
+            recall_k=_number("MEMORY_AGENT_RECALL_K", 8),
+            context_tokens=_number("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
+            summary_tokens=_number("MEMORY_AGENT_SUMMARY_TOKENS", 3000),
             extract_mode=extract_mode,
-            extract_delay=_float("MEMORY_AGENT_EXTRACT_DELAY", 2.0),
-            max_message_chars=_int("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
+            extract_delay=_number("MEMORY_AGENT_EXTRACT_DELAY", 2.0),
+            max_message_chars=_number("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
             policy=policy,
             access=access,
             backend=BackendConfig(
@@ -117,7 +112,7 @@ class Settings:
                 database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,
                 chroma_path=env.get("CHROMA_PATH") or None,
                 chroma_host=env.get("CHROMA_HOST") or None,
-                chroma_port=_int("CHROMA_PORT", 8000),
+                chroma_port=_number("CHROMA_PORT", 8000),
                 embeddings=embeddings,
                 embeddings_base_url=env.get("MEMORY_AGENT_EMBEDDINGS_BASE_URL") or base_url,
                 embeddings_api_key=key,
