@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from langgraph.store.base import BaseStore, GetOp, PutOp
+from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 
 from memory import retrieval
 from memory.access import AccessDenied, AccessPolicy, can_read, check_write, same_partition
@@ -286,7 +286,10 @@ class MemoryService:
                     self.lexical.upsert(user_id, found.values())
             except IndexUnavailable as exc:
                 log.warning("index unavailable, recalling by words only: %s", exc)
-        live = {i: r for i, r in records.items() if r.is_recallable(now)}
+        # Only candidates and core memories are looked at: the cost of a query must not
+        # grow with every memory the user has.
+        candidates = {i for i, _ in dense} | {i for i, _ in lexical}
+        live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         ranked = retrieval.rank(
             query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10
         )
@@ -294,7 +297,13 @@ class MemoryService:
         # neighbour from an old conversation is noise next to the extracted memories.
         matched = {i for i, s in lexical if s > 0}
         ranked = [(i, s) for i, s in ranked if live[i].kind != "episode" or i in matched]
-        pinned = [r for r in live.values() if _is_core(r, now)]
+        pinned = [
+            r
+            for r in records.values()
+            if (r.kind == "event" or r.subject.startswith(CORE_SUBJECTS))
+            and _is_core(r, now)
+            and r.is_recallable(now)
+        ]
         pinned.sort(key=lambda r: r.updated_at, reverse=True)
         # The lexical snapshot may be stale: the store has the last word.
         wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
@@ -816,17 +825,23 @@ class MemoryService:
 
     def _related(self, user_id: str, new: MemoryRecord) -> builtins.list[MemoryRecord]:
         """Return readable records in the new one's scope sharing its id, subject or statement."""
+        ns = namespace(user_id, new.kind)
+        # Filtered in the database: a save must not read all of a user's memories.
+        same_id, by_subject, by_content = self.store.batch(
+            [
+                GetOp(ns, new.id),
+                SearchOp(ns, {"subject": new.subject}, limit=PAGE),
+                SearchOp(ns, {"content": new.content}, limit=PAGE),
+            ]
+        )
         out = []
-        same_id = self.store.get(namespace(user_id, new.kind), new.id)
         if same_id is not None:
-            out.append(MemoryRecord.model_validate(same_id.value))
-        key = normalize_text(new.content)
-        for rec in self.list(user_id, kind=new.kind, include_inactive=True):
-            if (
-                rec.id != new.id
-                and same_partition(rec, new)
-                and (rec.subject == new.subject or normalize_text(rec.content) == key)
-            ):
+            out.append(MemoryRecord.model_validate(same_id.value))  # type: ignore[union-attr]
+        seen = {new.id}
+        for item in [*by_subject, *by_content]:  # type: ignore[misc]
+            rec = MemoryRecord.model_validate(item.value)
+            if rec.id not in seen and self._may_read(rec) and same_partition(rec, new):
+                seen.add(rec.id)
                 out.append(rec)
         return out
 
