@@ -192,8 +192,8 @@ def write_throughput(svc: MemoryService, n: int, tag: str) -> dict[str, Any]:
         "memories": len(rows),
         "seconds": round(sw["s"], 2),
         "memories_per_s": round(len(rows) / sw["s"], 1),
-        "how": "one import_records call: one store.put per record, then one index upsert "
-        "(batched embedding of all texts)",
+        "how": "one import_records call (1,000 records: store writes, then the index upsert "
+        "with one batched embedding of all texts)",
     }
 
     user = f"w-add-{tag}"
@@ -660,7 +660,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rss_mb is the resident size at that point. The embedding cache of the corpus "
         "(512 float32 per text) is part of both.",
         "Every search number includes the query embedding unless named otherwise.",
-        "store_check_one_batch is a what-if: the same hits read with one store.batch of GetOps.",
+        "store_get_per_hit and store_one_batch read the same 3k+10 top hits, one store.get "
+        "each vs one store.batch of GetOps; chroma_query and lexical_search ask for "
+        "candidates_per_index items. They are re-done outside the service, which may differ.",
         "Node times include the checkpoint write of their step.",
     ]
     C.emit(result)

@@ -12,6 +12,7 @@ import builtins
 import functools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -106,6 +107,17 @@ class Recalled:
     (the other side of a conflicting note that was recalled)."""
 
 
+_LEXICAL: weakref.WeakKeyDictionary[Any, LexicalIndexes] = weakref.WeakKeyDictionary()
+
+
+def _lexical_for(store: Any) -> LexicalIndexes:
+    with _LOCKS_GUARD:
+        try:
+            return _LEXICAL.setdefault(store, LexicalIndexes())
+        except TypeError:  # a store that cannot be weakly referenced keeps its own
+            return LexicalIndexes()
+
+
 _LOCKS: dict[tuple[int, str], threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
@@ -164,8 +176,9 @@ class MemoryService:
         self.agent_id = agent_id
         self.checkpointer = checkpointer
         self.policy = policy or Policy()
-        # Per-user BM25 over the store's records, kept in step with every write below.
-        self.lexical = LexicalIndexes()
+        # Per-user BM25 over the store's records, kept in step with every write below and
+        # shared by every service on the same store (graph nodes build one per call).
+        self.lexical = _lexical_for(store)
 
         self.access = access
 
