@@ -318,6 +318,7 @@ class MemoryService:
             and r.is_recallable(now)
         ]
         pinned.sort(key=lambda r: r.updated_at, reverse=True)
+        del pinned[PINNED * 2 :]  # read back only the few that can be used, plus spares
         # The lexical snapshot may be stale: the store has the last word.
         wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
         fresh = self._get_many(user_id, wanted)
