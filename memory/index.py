@@ -14,6 +14,7 @@ from memory.embeddings import Embedder
 from memory.records import MemoryRecord, user_key
 
 COLLECTION_PREFIX = "mem-"
+UPSERT_BATCH = 5000
 T = TypeVar("T")
 
 
@@ -156,15 +157,13 @@ class ChromaIndex:
         users = {r.user_id for r in records}
         if len(users) != 1:
             raise ValueError("upsert takes the records of one user at a time")
-        vectors = self.embedder.embed([r.content for r in records])
-        ids = [r.id for r in records]
-        metas = [{"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in records]
-        self._call(
-            records[0].user_id,
-            True,
-            lambda col: col.upsert(ids=ids, embeddings=vectors, metadatas=metas),
-            None,
-        )
+        # Chroma refuses batches over its max batch size (5,461 here): write in slices.
+        for start in range(0, len(records), UPSERT_BATCH):
+            part = records[start : start + UPSERT_BATCH]
+            vectors = self.embedder.embed([r.content for r in part])
+            ids = [r.id for r in part]
+            metas = [{"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in part]
+            self._call(part[0].user_id, True, _upsert_op(ids, vectors, metas), None)
 
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
@@ -216,6 +215,13 @@ class ChromaIndex:
         except Exception as exc:
             if not _is_not_found(exc):
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
+
+
+def _upsert_op(ids: list[str], vectors: np.ndarray, metas: list[dict[str, Any]]) -> Any:
+    def op(col: Any) -> None:
+        col.upsert(ids=ids, embeddings=vectors, metadatas=metas)
+
+    return op
 
 
 def fingerprint(record: MemoryRecord) -> str:

@@ -172,3 +172,14 @@ def test_english_query_recalls_chinese_memory(service: MemoryService) -> None:
     service.add("quinn", "用户住在上海。", subject="profile.city")
     (top, *_) = service.search("quinn", "Does the user have a peanut allergy?", k=3)
     assert top.record.content == "用户对花生过敏。"
+
+
+def test_import_larger_than_one_chroma_batch_indexes_everything(service: MemoryService) -> None:
+    # Chroma refuses more than ~5,461 vectors per call; the index must slice its writes.
+    rows = [
+        MemoryRecord(id=f"r{i}", user_id="x", kind="fact", subject=f"s.{i}",
+                     content=f"note number {i}").to_store()
+        for i in range(6000)
+    ]  # fmt: skip
+    assert service.import_records("big", rows) == 6000
+    assert len(service.index.ids("big")) == 6000 and service.pending_repairs("big") == 0
