@@ -40,8 +40,12 @@ def generate(user: str, n: int, now: datetime, rng: random.Random) -> list[dict]
         )  # fmt: skip
         rows.append(rec.to_store())
         if i % 25 == 0:  # a near-duplicate of the same subject, said at the same time
-            twin = rec.model_copy(update={"id": stable_id(user, f"{i}-dup"),
-                                          "content": rec.content.rstrip(".") + " too."})
+            twin = rec.model_copy(
+                update={
+                    "id": stable_id(user, f"{i}-dup"),
+                    "content": rec.content.rstrip(".") + " too.",
+                }
+            )
             twin.conflict_group = rec.conflict_group = stable_id("g", rec.id)
             rows[-1] = rec.to_store()
             rows.append(twin.to_store())

@@ -84,8 +84,17 @@ async def main() -> None:
         for n in [int(x) for x in args.turns.split(",")]:
             print(f"running a {n}-turn thread", file=sys.stderr)
             results.append(await run(n, settings, home))
-    print(json.dumps({"benchmark": "context_tokens", "budget": args.budget,
-                      "summary_tokens": args.summary_tokens, "threads": results}, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "context_tokens",
+                "budget": args.budget,
+                "summary_tokens": args.summary_tokens,
+                "threads": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -266,15 +266,11 @@ def search_once(
     t0 = time.perf_counter()
     hits = index.query(user, vec, depth)
     out["chroma_query"] = time.perf_counter() - t0
-    lexical = getattr(svc, "lexical", None)
-    if lexical is not None and hasattr(lexical, "get"):
-        try:  # the service's cached BM25 index of this user (built by the search above)
-            bm25, _ = lexical.get(user, lambda: svc._scan(user))
-            t0 = time.perf_counter()
-            bm25.search(q, depth)
-            out["lexical_search"] = time.perf_counter() - t0
-        except Exception:  # another version of the service: leave the block out
-            pass
+    snap = svc.lexical.peek(user)  # the user's BM25 snapshot, built by the search above
+    if snap is not None:
+        t0 = time.perf_counter()
+        snap.bm25.search(q, depth)
+        out["lexical_search"] = time.perf_counter() - t0
     keys = [(h.kind, h.id) for h in hits[: k * 3 + 10] if h.kind in KINDS]
     t0 = time.perf_counter()
     for kind, key in keys:

@@ -29,26 +29,36 @@ BM25 index
     use and keep it in step with every store write and delete.
 
 Per-user registry
-    `LexicalIndexes` keeps one `BM25Index` plus ``{id: record}`` per user for the memory
-    service: `get(user, load)` builds it lazily (and again after a TTL, to pick up writes
-    from other processes), `upsert` / `remove` follow the store's writes and deletes, and
-    `drop` forgets a user (delete_user, reindex).
+    `LexicalIndexes` keeps one `UserIndex` (a `BM25Index`, ``{id: record}`` and the
+    records worth pinning) per user for the memory service: `build` makes it from the
+    store, `upsert` / `remove` follow the store's writes and deletes, `advance` moves its
+    version along with the writer's change log, and `drop` forgets a user.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import heapq
 import math
 import re
 import threading
-import time
 import unicodedata
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-__all__ = ["BM25Index", "LexicalIndexes", "STOP_WORDS", "record_fields", "stem", "tokenize"]
+__all__ = [
+    "BM25Index",
+    "LexicalIndexes",
+    "OrderedRecords",
+    "UserIndex",
+    "STOP_WORDS",
+    "record_fields",
+    "stem",
+    "tokenize",
+]
 
 # Function words, pronouns, auxiliaries and question words. Kept short on purpose: words
 # that carry meaning in a memory ("like", "live", "work", "never") are not stop words.
@@ -305,77 +315,150 @@ def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
     return record.content, extra
 
 
+PinKey = tuple[str, float]
+"""Where a record is kept among a user's pinned records: a group and its order in it."""
+
+
+class OrderedRecords:
+    """Records kept in order of a number, read by range without a pass over them all."""
+
+    def __init__(self) -> None:
+        """Create an empty list."""
+        self._order: list[tuple[float, str]] = []
+        self._by_id: dict[str, tuple[float, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def put(self, key: float, record: Any) -> None:
+        """Add a record (by ``record.id``) at `key`, moving it if it was elsewhere."""
+        self.discard(record.id)
+        bisect.insort(self._order, (key, record.id))
+        self._by_id[record.id] = (key, record)
+
+    def discard(self, record_id: str) -> None:
+        """Remove a record if it is here."""
+        old = self._by_id.pop(record_id, None)
+        if old is not None:
+            i = bisect.bisect_left(self._order, (old[0], record_id))
+            del self._order[i]
+
+    def between(self, lo: float = -math.inf, hi: float = math.inf) -> Iterator[Any]:
+        """Yield the records with ``lo <= key <= hi``, in key order.
+
+        The range is fixed when the call is made; records removed since are skipped.
+        """
+        i = bisect.bisect_left(self._order, (lo, ""))
+        j = bisect.bisect_right(self._order, (hi, "\uffff"))
+        for _, rid in self._order[i:j]:
+            found = self._by_id.get(rid)
+            if found is not None:
+                yield found[1]
+
+
+@dataclass
+class UserIndex:
+    """What `LexicalIndexes` holds for one user."""
+
+    bm25: BM25Index[Any]
+    records: dict[Any, Any]
+    """``{id: record}`` of every indexed record."""
+    pinned: dict[str, OrderedRecords]
+    """Per group, the records the registry's `pin` function placed there (a subset of
+    `records`), so that "always show" candidates are found without a pass over all."""
+    version: str = ""
+    """The store change-log head this snapshot reflects (see `MemoryService`)."""
+
+
 class LexicalIndexes:
     """One `BM25Index` (and the records it indexes) per user, kept in memory.
 
-    Built lazily from the store by `get`, updated in place by `upsert` / `remove` after
-    each store write, and rebuilt when older than `ttl_seconds` so that writes made by
-    another process (a second server worker, the CLI) are picked up. Users beyond
+    Built from the store on first use (`build`), updated in place by `upsert` / `remove`
+    after each store write. Whether a snapshot is still current is the caller's business:
+    each one carries the `version` it was built or last caught up at. Users beyond
     `max_users` are evicted least recently used first.
     """
 
-    def __init__(self, *, max_users: int = 256, ttl_seconds: float = 300.0) -> None:
-        """Create an empty registry."""
-        self.max_users = max_users
-        self.ttl_seconds = ttl_seconds
-        self._entries: OrderedDict[str, tuple[BM25Index[Any], dict[Any, Any], float]] = (
-            OrderedDict()
-        )
-        self._lock = threading.Lock()
-
-    def get(
-        self, user_id: str, load: Callable[[], Iterable[Any]]
-    ) -> tuple[BM25Index[Any], dict[Any, Any]]:
-        """Return the user's index and ``{id: record}``, building them with `load()` if needed.
+    def __init__(
+        self, *, max_users: int = 256, pin: Callable[[Any], PinKey | None] | None = None
+    ) -> None:
+        """Create an empty registry.
 
         Args:
-            user_id: Whose index.
-            load: Returns the user's recallable records (each with ``id`` and ``content``).
+            max_users: How many users' indexes are kept.
+            pin: Returns where a record goes in `UserIndex.pinned` (group, order), or None.
         """
-        now = time.monotonic()
+        self.max_users = max_users
+        self._pin = pin or (lambda _rec: None)
+        self._entries: OrderedDict[str, UserIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def peek(self, user_id: str) -> UserIndex | None:
+        """Return the user's snapshot if one is loaded."""
         with self._lock:
             entry = self._entries.get(user_id)
-            if entry is not None and now - entry[2] <= self.ttl_seconds:
+            if entry is not None:
                 self._entries.move_to_end(user_id)
-                return entry[0], entry[1]
-        index: BM25Index[Any] = BM25Index()
-        records: dict[Any, Any] = {}
-        for rec in load():
-            text, extra = record_fields(rec)
-            index.add(rec.id, text, extra=extra)
-            records[rec.id] = rec
+            return entry
+
+    def build(self, user_id: str, records: Iterable[Any], version: str = "") -> UserIndex:
+        """Index a user's recallable records, replacing any snapshot of that user.
+
+        Args:
+            user_id: Whose records.
+            records: Records with ``id`` and ``content`` (see `record_fields`).
+            version: The change-log version the records were read at.
+        """
+        entry = UserIndex(BM25Index(), {}, {}, version)
+        for rec in records:
+            self._add(entry, rec)
         with self._lock:
-            self._entries[user_id] = (index, records, now)
+            self._entries[user_id] = entry
             self._entries.move_to_end(user_id)
             while len(self._entries) > self.max_users:
                 self._entries.popitem(last=False)
-        return index, records
+        return entry
+
+    def _add(self, entry: UserIndex, rec: Any) -> None:
+        text, extra = record_fields(rec)
+        entry.bm25.add(rec.id, text, extra=extra)
+        entry.records[rec.id] = rec
+        for ordered in entry.pinned.values():
+            ordered.discard(rec.id)
+        pin = self._pin(rec)
+        if pin is not None:
+            entry.pinned.setdefault(pin[0], OrderedRecords()).put(pin[1], rec)
 
     def upsert(self, user_id: str, records: Iterable[Any]) -> None:
         """Index (or re-index) records of a user whose index is loaded; else do nothing."""
-        with self._lock:
-            entry = self._entries.get(user_id)
-        if entry is None:
-            return
-        index, known, _ = entry
-        for rec in records:
-            text, extra = record_fields(rec)
-            index.add(rec.id, text, extra=extra)
-            known[rec.id] = rec
+        entry = self.peek(user_id)
+        if entry is not None:
+            for rec in records:
+                self._add(entry, rec)
 
     def remove(self, user_id: str, ids: Iterable[Any]) -> None:
         """Remove records of a user from the loaded index (absent ids are ignored)."""
-        with self._lock:
-            entry = self._entries.get(user_id)
+        entry = self.peek(user_id)
         if entry is None:
             return
-        index, known, _ = entry
         for i in ids:
-            index.remove(i)
-            known.pop(i, None)
+            entry.bm25.remove(i)
+            entry.records.pop(i, None)
+            for ordered in entry.pinned.values():
+                ordered.discard(i)
+
+    def advance(self, user_id: str, old: str, new: str) -> None:
+        """Mark a user's snapshot as current at `new` if it was current at `old`.
+
+        Called after a write whose records were applied in place: a snapshot that had
+        already fallen behind stays behind, so its owner catches up from the store.
+        """
+        entry = self.peek(user_id)
+        if entry is not None and entry.version == old:
+            entry.version = new
 
     def drop(self, user_id: str | None = None) -> None:
-        """Forget one user's index, or every index; the next `get` rebuilds it."""
+        """Forget one user's index, or every index; the next `build` makes a new one."""
         with self._lock:
             if user_id is None:
                 self._entries.clear()

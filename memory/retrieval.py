@@ -5,10 +5,9 @@ Interface (what `MemoryService.search` calls)
 ::
 
     from memory import retrieval
-    from memory.lexical import LexicalIndexes          # one per service: self.lexical
-
-    bm25, records = self.lexical.get(user_id, lambda: self.list(user_id))
-    lexical = bm25.search(query, 200)                  # [(id, bm25 score)], best first
+    snap = self._lexical(user_id, now)                 # memory.lexical.UserIndex
+    records = snap.records                             # {id: record}, recallable ones
+    lexical = snap.bm25.search(query, 200)             # [(id, bm25 score)], best first
     dense = [(h.id, h.similarity) for h in self.index.query(user_id, vector, 200)]
     config = retrieval.RankConfig(
         embedder=self.index.embedder.spec,             # selects the relevance floor
@@ -22,10 +21,10 @@ Interface (what `MemoryService.search` calls)
 ``valid_from`` (events), ``source.said_at``, ``created_at``, ``updated_at`` and
 ``last_recalled_at``. Ids missing from `records` are dropped, so pass only records that
 are active, recallable and owned by the user, and re-check the top ones against the
-store (the lexical snapshot may be a few minutes old). Optional arguments: ``window`` (a
-`TimeWindow`, default parsed from the query), ``names`` (default: capitalised names found
-in the query; pass known names for Chinese), ``context`` (neighbours of raw turns whose
-dense similarity is averaged in; facts have none).
+store (the lexical snapshot may lag another process's writes). Optional arguments:
+``window`` (a `TimeWindow`, default parsed from the query), ``names`` (default:
+capitalised names found in the query; pass known names for Chinese), ``context``
+(neighbours of raw turns whose dense similarity is averaged in; facts have none).
 
 What the score is
 -----------------

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import functools
+import heapq
 import logging
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from memory.access import AccessDenied, AccessPolicy, can_read, check_write, sam
 from memory.access import scope_for as access_scope
 from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
-from memory.lexical import LexicalIndexes
+from memory.lexical import LexicalIndexes, UserIndex
 from memory.lifecycle import (
     Change,
     Policy,
@@ -62,13 +64,21 @@ CORE_SUBJECTS = ("profile.", "diet.", "health.")
 IMMINENT = timedelta(days=14)
 THREADS_ROOT = "threads"
 REPAIR_ROOT = "index_repair"
+CHANGES_ROOT = "memory_changes"
+CHANGE_LOG_KEYS = 500
 
 
-def _is_core(record: MemoryRecord, now: datetime) -> bool:
-    """Return True for memories worth knowing in any conversation with the user."""
+def _pin(record: MemoryRecord) -> tuple[str, float] | None:
+    """Place memories that may be worth knowing in any conversation with the user.
+
+    Dated events, by date (core from the day before to `IMMINENT` days ahead), and
+    profile, diet and health memories, newest first (always core).
+    """
     if record.kind == "event" and record.valid_from is not None:
-        return now - timedelta(days=1) <= record.valid_from <= now + IMMINENT
-    return record.subject.startswith(CORE_SUBJECTS)
+        return "event", record.valid_from.timestamp()
+    if record.subject.startswith(CORE_SUBJECTS):
+        return "core", -record.updated_at.timestamp()
+    return None
 
 
 class MemoryNotFound(KeyError):
@@ -113,9 +123,9 @@ _LEXICAL: weakref.WeakKeyDictionary[Any, LexicalIndexes] = weakref.WeakKeyDictio
 def _lexical_for(store: Any) -> LexicalIndexes:
     with _LOCKS_GUARD:
         try:
-            return _LEXICAL.setdefault(store, LexicalIndexes())
+            return _LEXICAL.setdefault(store, LexicalIndexes(pin=_pin))
         except TypeError:  # a store that cannot be weakly referenced keeps its own
-            return LexicalIndexes()
+            return LexicalIndexes(pin=_pin)
 
 
 _LOCKS: dict[tuple[int, str], threading.RLock] = {}
@@ -284,8 +294,9 @@ class MemoryService:
         now = now or utcnow()
         if k <= 0:
             return []
-        bm25, records = self.lexical.get(user_id, lambda: self._scan(user_id))
-        lexical = bm25.search(query, CANDIDATES) if query.strip() else []
+        snap = self._lexical(user_id, now)
+        records = snap.records
+        lexical = snap.bm25.search(query, CANDIDATES) if query.strip() else []
         dense: builtins.list[tuple[str, float]] = []
         if self.index is not None and query.strip():
             try:
@@ -310,15 +321,7 @@ class MemoryService:
         # neighbour from an old conversation is noise next to the extracted memories.
         matched = {i for i, s in lexical if s > 0}
         ranked = [(i, s) for i, s in ranked if live[i].kind != "episode" or i in matched]
-        pinned = [
-            r
-            for r in records.values()
-            if (r.kind == "event" or r.subject.startswith(CORE_SUBJECTS))
-            and _is_core(r, now)
-            and r.is_recallable(now)
-        ]
-        pinned.sort(key=lambda r: r.updated_at, reverse=True)
-        del pinned[PINNED * 2 :]  # read back only the few that can be used, plus spares
+        pinned = self._pinned(snap, now)
         # The lexical snapshot may be stale: the store has the last word.
         wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
         fresh = self._get_many(user_id, wanted)
@@ -335,6 +338,83 @@ class MemoryService:
         extra = [r for r in pinned if r.id in fresh and r.id not in gone and r.id not in have]
         out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if self._may_read(r)][:PINNED]
         return out
+
+    def _lexical(self, user_id: str, now: datetime) -> UserIndex:
+        """Return the user's lexical snapshot, caught up with the store's change log.
+
+        Every write appends the ids it touched to a small per-user log in the store (in the
+        same batch as the records). A snapshot that is behind, because another process (a
+        second server worker, the CLI) wrote since, re-reads just those records; one that
+        is too far behind for the log, or was never built, is built from a full scan.
+        """
+        base, entries = self._change_log(user_id)
+        head = entries[-1]["v"] if entries else base
+        snap = self.lexical.peek(user_id)
+        if snap is not None and snap.version == head:
+            return snap
+        versions = [base] + [e["v"] for e in entries]
+        if snap is not None and snap.version in versions:
+            later = entries[versions.index(snap.version) :]
+            if all(e["keys"] is not None for e in later):
+                keys = {tuple(k.split("/", 1)) for e in later for k in e["keys"]}
+                found = self._get_many(user_id, keys)  # type: ignore[arg-type]
+                live = [r for r in found.values() if r.is_recallable(now)]
+                self.lexical.upsert(user_id, live)
+                self.lexical.remove(user_id, {k[-1] for k in keys} - {r.id for r in live})
+                self.lexical.advance(user_id, snap.version, head)
+                return snap
+        # Read the log before the scan: a write landing in between is then applied again
+        # by the next catch-up, which is harmless, instead of being missed.
+        return self.lexical.build(user_id, self._scan(user_id), head)
+
+    def _change_log(self, user_id: str) -> tuple[str, builtins.list[dict[str, Any]]]:
+        """Return a user's change log: the version before its first entry, and the entries."""
+        item = self.store.get((CHANGES_ROOT, user_id), "log")
+        value = item.value if item is not None else {}
+        return str(value.get("base", "")), builtins.list(value.get("entries", []))
+
+    def _log_change(
+        self, user_id: str, keys: builtins.list[tuple[str, str]] | None
+    ) -> tuple[PutOp, str, str]:
+        """Return the put appending one write to a user's change log, and its old and new version.
+
+        `keys=None` (or more keys than the log holds) tells readers to rebuild from a scan.
+        """
+        base, entries = self._change_log(user_id)
+        old = entries[-1]["v"] if entries else base
+        new = uuid.uuid4().hex[:16]
+        logged = None if keys is None or len(keys) > CHANGE_LOG_KEYS else keys
+        entries.append(
+            {"v": new, "keys": None if logged is None else [f"{k}/{i}" for k, i in logged]}
+        )
+        kept = 0
+        while len(entries) > 1:  # keep the newest entries, up to CHANGE_LOG_KEYS ids
+            kept = sum(len(e["keys"] or ()) + 1 for e in entries)
+            if kept <= CHANGE_LOG_KEYS:
+                break
+            base = entries.pop(0)["v"]
+        value = {"base": base, "entries": entries}
+        return PutOp((CHANGES_ROOT, user_id), "log", value), old, new
+
+    def _pinned(self, snap: UserIndex, now: datetime) -> builtins.list[MemoryRecord]:
+        """Return the newest core memories (see `_pin`) that can be shown, plus spares.
+
+        The spares stand in for any that the store re-check drops.
+        """
+        want = PINNED * 2
+        found: builtins.list[MemoryRecord] = []
+        if "core" in snap.pinned:
+            for rec in snap.pinned["core"].between():
+                if rec.is_recallable(now):
+                    found.append(rec)
+                    if len(found) == want:
+                        break
+        if "event" in snap.pinned:
+            soon = snap.pinned["event"].between(
+                (now - timedelta(days=1)).timestamp(), (now + IMMINENT).timestamp()
+            )
+            found += [r for r in soon if r.is_recallable(now)]
+        return heapq.nlargest(want, found, key=lambda r: r.updated_at)
 
     def _rank_config(self) -> retrieval.RankConfig:
         return retrieval.RankConfig(
@@ -660,8 +740,10 @@ class MemoryService:
     def _delete(self, user_id: str, records: builtins.list[MemoryRecord]) -> None:
         """Delete records from the store, the lexical index and Chroma."""
         ids = [r.id for r in records]
-        self.store.batch([PutOp(namespace(user_id, r.kind), r.id, None) for r in records])
+        put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in records])
+        self.store.batch([*(PutOp(namespace(user_id, r.kind), r.id, None) for r in records), put])
         self.lexical.remove(user_id, ids)
+        self.lexical.advance(user_id, old, new)
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, ids))
 
     @_per_user
@@ -696,7 +778,11 @@ class MemoryService:
             self.store.batch([PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in chunk])
         now = utcnow()
         active = [r for r in records if r.is_recallable(now)]
-        self.lexical.drop(user_id)
+        put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in records])
+        self.store.batch([put])
+        self.lexical.upsert(user_id, active)
+        self.lexical.remove(user_id, [r.id for r in records if not r.is_recallable(now)])
+        self.lexical.advance(user_id, old, new)
         self._index_call(user_id, "upsert", lambda: self._index_upsert(active))
         return len(records)
 
@@ -736,6 +822,11 @@ class MemoryService:
         records = self._scan(user_id, include_inactive=True)
         for rec in records:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
+        # A fresh version with no entries: every process's snapshot of the user is rebuilt
+        # (empty). The log keeps no ids of the deleted memories.
+        self.store.put(
+            (CHANGES_ROOT, user_id), "log", {"base": uuid.uuid4().hex[:16], "entries": []}
+        )
         self.lexical.drop(user_id)
         dropped = True
         if self.index is not None:
@@ -878,6 +969,13 @@ class MemoryService:
             for c in changes
         ]
         marker = None
+        logged: tuple[str, str] | None = None
+        if changes:
+            put, old, new = self._log_change(
+                user_id, [(c.record.kind, c.record.id) for c in changes]
+            )
+            ops.append(put)
+            logged = (old, new)
         if index and self.index is not None and (to_index or dead):
             marker = stable_id("write", *sorted(r.id for r in to_index), *sorted(dead))
             ops.append(
@@ -887,6 +985,8 @@ class MemoryService:
             self.store.batch(ops)
         self.lexical.upsert(user_id, live)
         self.lexical.remove(user_id, dead)
+        if logged is not None:
+            self.lexical.advance(user_id, *logged)
         if marker is None:
             return
         done = self._index_call(user_id, "upsert", lambda: self._index_upsert(to_index), marker)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memory import retrieval
-from memory.lexical import BM25Index, LexicalIndexes, record_fields, stem, tokenize
+from memory.lexical import BM25Index, LexicalIndexes, OrderedRecords, record_fields, stem, tokenize
 from memory.records import MemoryRecord, Source
 from memory.retrieval import (
     RankConfig,
@@ -101,36 +101,64 @@ def test_bm25_extra_fields_count_with_their_weight() -> None:
     assert idx.search("adoption")[0][1] > idx.search("research")[0][1]
 
 
-def test_per_user_indexes_follow_writes_and_rebuild_after_ttl() -> None:
-    def mem(i: str, content: str) -> MemoryRecord:
-        return MemoryRecord(id=i, user_id="u", kind="preference", subject="diet.avoid.spicy",
+def test_per_user_indexes_follow_writes_and_keep_pinnable_records() -> None:
+    def mem(i: str, content: str, subject: str = "diet.avoid.spicy") -> MemoryRecord:
+        return MemoryRecord(id=i, user_id="u", kind="preference", subject=subject,
                             content=content)  # fmt: skip
 
-    store = [mem("1", "User does not eat spicy food"), mem("2", "用户住在上海")]
-    loads = []
-
-    def load() -> list[MemoryRecord]:
-        loads.append(1)
-        return list(store)
-
-    reg = LexicalIndexes(ttl_seconds=3600)
-    index, records = reg.get("u", load)
-    assert set(records) == {"1", "2"} and index.search("上海")[0][0] == "2"
-    assert index.search("diet")[0][0] == "1"  # the subject is indexed too
-    reg.upsert("u", [mem("3", "User loves jazz")])
+    reg = LexicalIndexes(
+        pin=lambda r: ("diet", len(r.content)) if r.subject[:5] == "diet." else None
+    )
+    assert reg.peek("u") is None
+    snap = reg.build("u", [mem("1", "User does not eat spicy food"),
+                           mem("2", "用户住在上海", "profile.city")], "v1")  # fmt: skip
+    assert set(snap.records) == {"1", "2"} and snap.bm25.search("上海")[0][0] == "2"
+    assert snap.bm25.search("diet")[0][0] == "1"  # the subject is indexed too
+    assert [r.id for r in snap.pinned["diet"].between()] == ["1"]
+    reg.upsert("u", [mem("3", "User loves jazz", "diet.jazz"), mem("1", "User eats anything", "x")])
+    reg.upsert("u", [mem("4", "User eats no nuts", "diet.nuts")])
     reg.remove("u", ["2"])
-    index, records = reg.get("u", load)
-    assert len(loads) == 1 and set(records) == {"1", "3"}
-    assert index.search("jazz")[0][0] == "3" and index.search("上海") == []
+    assert reg.peek("u") is snap and set(snap.records) == {"1", "3", "4"}
+    # "1" no longer qualifies once re-indexed; the rest are in key order (content length).
+    assert [r.id for r in snap.pinned["diet"].between()] == ["3", "4"]
+    assert [r.id for r in snap.pinned["diet"].between(16, 20)] == ["4"]
+    reg.remove("u", ["3"])
+    assert [r.id for r in snap.pinned["diet"].between()] == ["4"]
+    assert snap.bm25.search("jazz") == [] and snap.bm25.search("上海") == []
+    assert snap.bm25.search("nuts")[0][0] == "4"
+    reg.advance("u", "stale", "v9")  # only a snapshot current at `old` moves
+    assert snap.version == "v1"
+    reg.advance("u", "v1", "v2")
+    assert snap.version == "v2"
     reg.upsert("other", [mem("9", "not loaded")])  # no index yet: nothing to do
+    assert reg.peek("other") is None
     reg.drop("u")
-    reg.get("u", load)
-    assert len(loads) == 2
+    assert reg.peek("u") is None
     assert record_fields(mem("x", "c")) == ("c", [("diet avoid spicy", 0.5)])
-    stale = LexicalIndexes(ttl_seconds=-1)
-    stale.get("u", load)
-    stale.get("u", load)
-    assert len(loads) == 4
+    small = LexicalIndexes(max_users=1)
+    small.build("a", [])
+    small.build("b", [])
+    assert small.peek("a") is None and small.peek("b") is not None
+
+
+def test_ordered_records_read_ranges_in_key_order() -> None:
+    class Rec:
+        def __init__(self, i: str) -> None:
+            self.id = i
+
+    o = OrderedRecords()
+    for key, i in [(5.0, "b"), (1.0, "a"), (5.0, "a2"), (9.0, "c")]:
+        o.put(key, Rec(i))
+    assert [r.id for r in o.between()] == ["a", "a2", "b", "c"]
+    assert [r.id for r in o.between(2, 5)] == ["a2", "b"]
+    o.put(0.5, Rec("c"))  # moved, not duplicated
+    o.discard("b")
+    o.discard("missing")
+    assert [r.id for r in o.between()] == ["c", "a", "a2"] and len(o) == 3
+    walk = o.between()
+    assert next(walk).id == "c"
+    o.discard("a")  # removed while a read is under way: skipped, no error
+    assert [r.id for r in walk] == ["a2"]
 
 
 # --- fusion, floor, boosts --------------------------------------------------------------------

@@ -1,11 +1,13 @@
 from datetime import UTC, datetime
 
 import pytest
+from langgraph.store.memory import InMemoryStore
 
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
 from memory.index import ChromaIndex
+from memory.lexical import LexicalIndexes
 from memory.records import InvalidUserId, MemoryRecord, Source
-from memory.service import MemoryNotFound, MemoryService
+from memory.service import CHANGE_LOG_KEYS, MemoryNotFound, MemoryService
 
 
 def contents(hits) -> list[str]:
@@ -183,3 +185,53 @@ def test_import_larger_than_one_chroma_batch_indexes_everything(service: MemoryS
     ]  # fmt: skip
     assert service.import_records("big", rows) == 6000
     assert len(service.index.ids("big")) == 6000 and service.pending_repairs("big") == 0
+
+
+def _second_process(store) -> MemoryService:
+    """A service on the same store with its own in-memory state, as another process has."""
+    other = MemoryService(store, None)
+    other.lexical = LexicalIndexes()
+    return other
+
+
+def test_writes_of_another_process_are_caught_up_without_a_rescan() -> None:
+    store = InMemoryStore()
+    here, there = MemoryService(store, None), _second_process(store)
+    here.add("rui", "User works at Acme.", subject="work.employer")
+    assert contents(here.search("rui", "Acme")) == ["User works at Acme."]
+    scans: list[str] = []
+    real_scan = here._scan
+    here._scan = lambda user_id, **kw: scans.append(user_id) or real_scan(user_id, **kw)
+
+    # No index: recall is by words alone, so only a caught-up snapshot can find these.
+    there.add("rui", "User plays the cello every Sunday.", subject="hobby.cello")
+    assert contents(here.search("rui", "cello")) == ["User plays the cello every Sunday."]
+    moved = there.add("rui", "User works at Globex.", subject="work.employer")
+    snap = here.lexical.peek("rui")
+    assert snap is not None and any("Acme" in r.content for r in snap.records.values())
+    assert contents(here.search("rui", "Globex")) == ["User works at Globex."]
+    assert not any("Acme" in r.content for r in snap.records.values())  # superseded there
+    there.forget("rui", moved[0].record.id, hard=True)
+    assert here.search("rui", "Globex") == [] and moved[0].record.id not in snap.records
+    assert scans == []  # three catch-ups, each reading only the records that changed
+
+    # Further behind than the log reaches: rebuilt from one scan, nothing missed.
+    rows = [
+        MemoryRecord(id=f"n{i}", user_id="rui", kind="fact", subject=f"note.{i}",
+                     content=f"note {i} about sailing").to_store()
+        for i in range(CHANGE_LOG_KEYS + 5)
+    ]  # fmt: skip
+    there.import_records("rui", rows)
+    assert len(here.search("rui", "sailing", k=3)) == 3 and scans == ["rui"]
+
+
+def test_a_user_deleted_elsewhere_is_gone_from_this_process() -> None:
+    store = InMemoryStore()
+    here, there = MemoryService(store, None), _second_process(store)
+    here.add("sam", "User lives in Oslo.", subject="profile.city")
+    assert len(here.search("sam", "Oslo")) == 1
+    there.delete_user("sam")
+    assert here.search("sam", "Oslo") == []
+    snap = here.lexical.peek("sam")
+    assert snap is not None and snap.records == {}
+    assert store.get(("memory_changes", "sam"), "log").value["entries"] == []  # no ids kept
