@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 PAGE = 500
+SCAN_PAGE = 5000
 CANDIDATES = 200
 PINNED = 4
 TURN_SUBJECT = "episode.turn."
@@ -225,7 +226,7 @@ class MemoryService:
         out: dict[str, MemoryRecord] = {}
         for item in items:
             if item is not None:
-                rec = MemoryRecord.model_validate(item.value)  # type: ignore[union-attr]
+                rec = MemoryRecord.from_store(item.value)  # type: ignore[union-attr]
                 if rec.user_id == user_id:
                     out[rec.id] = rec
         return out
@@ -263,14 +264,16 @@ class MemoryService:
         out: builtins.list[MemoryRecord] = []
         offset = 0
         while True:
-            items = self.store.search(ns, limit=PAGE, offset=offset)
+            # Large pages: each page re-sorts the namespace in the store, so a 100k-memory
+            # user read 500 at a time cost minutes.
+            items = self.store.search(ns, limit=SCAN_PAGE, offset=offset)
             for item in items:
-                rec = MemoryRecord.model_validate(item.value)
+                rec = MemoryRecord.from_store(item.value)
                 if include_inactive or rec.is_recallable(now):
                     out.append(rec)
-            if len(items) < PAGE:
+            if len(items) < SCAN_PAGE:
                 break
-            offset += PAGE
+            offset += SCAN_PAGE
         out.sort(key=lambda r: r.updated_at, reverse=True)
         return out
 
@@ -941,10 +944,10 @@ class MemoryService:
         )
         out = []
         if same_id is not None:
-            out.append(MemoryRecord.model_validate(same_id.value))  # type: ignore[union-attr]
+            out.append(MemoryRecord.from_store(same_id.value))  # type: ignore[union-attr]
         seen = {new.id}
         for item in [*by_subject, *by_content]:  # type: ignore[misc]
-            rec = MemoryRecord.model_validate(item.value)
+            rec = MemoryRecord.from_store(item.value)
             if rec.id not in seen and self._may_read(rec) and same_partition(rec, new):
                 seen.add(rec.id)
                 out.append(rec)
