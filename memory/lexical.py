@@ -275,16 +275,37 @@ class BM25Index(Generic[K]):
                 return []
             avgdl = self._total_len / n if self._total_len > 0 else 1.0
             k1, b = self.k1, self.b
-            lens = self._lens
-            scores: dict[K, float] = {}
+            norm_k = k1 * (1.0 - b)
+            norm_b = k1 * b / avgdl
+            lens, docs = self._lens, self._docs
+            plan: list[tuple[float, float, str, dict[K, float]]] = []
             for term, qw in weights.items():
                 posting = self._postings.get(term)
-                if not posting:
+                if posting:
+                    df = len(posting)
+                    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qw
+                    plan.append((idf * (k1 + 1.0), idf, term, posting))
+            # Rarest terms first (MaxScore). A term adds at most idf·(k1+1) to a document;
+            # once the k-th best score beats what all remaining terms could give a document
+            # not scored yet, those terms only add to the documents already scored, which
+            # spares walking the long postings of common words. The top k is unchanged.
+            plan.sort(key=lambda t: t[0], reverse=True)
+            rest = sum(t[0] for t in plan)
+            left = sum(len(t[3]) for t in plan)
+            scores: dict[K, float] = {}
+            only_scored = False
+            for bound, idf, term, posting in plan:
+                if not only_scored and len(scores) >= k and left > 2 * len(scores):
+                    only_scored = heapq.nlargest(k, scores.values())[-1] > rest
+                rest -= bound
+                left -= len(posting)
+                if only_scored:
+                    for doc_id in scores:
+                        f = docs[doc_id].get(term)
+                        if f:
+                            denom = f + norm_k + norm_b * lens[doc_id]
+                            scores[doc_id] += idf * f * (k1 + 1.0) / denom
                     continue
-                df = len(posting)
-                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qw
-                norm_k = k1 * (1.0 - b)
-                norm_b = k1 * b / avgdl
                 for doc_id, f in posting.items():
                     denom = f + norm_k + norm_b * lens[doc_id]
                     scores[doc_id] = scores.get(doc_id, 0.0) + idf * f * (k1 + 1.0) / denom

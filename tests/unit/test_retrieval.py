@@ -6,6 +6,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memory import retrieval
 from memory.lexical import BM25Index, LexicalIndexes, OrderedRecords, record_fields, stem, tokenize
@@ -374,3 +376,40 @@ def test_locomo_benchmark_tiny_slice() -> None:
     assert set(result["service_vs_best_baseline"]) == {"R@5_all", "R@10_all"}
     assert "service R@5_all>=0.60" in result["targets_met"]
     assert 0.0 < service["R@10_any"] <= 1.0
+
+
+WORDS = ["ab", "cd", "ef", "gh", "ij", "kl", "mn", "op", "上海", "咖啡"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    docs=st.lists(
+        st.lists(st.sampled_from(WORDS), max_size=12),
+        min_size=1,
+        max_size=60,
+    ),
+    query=st.lists(st.sampled_from([*WORDS, "zz"]), max_size=6),
+    k=st.integers(1, 8),
+)
+def test_bm25_top_k_is_the_exhaustive_top_k(
+    docs: list[list[str]], query: list[str], k: int
+) -> None:
+    # Skipping common words once they cannot change the top k must not change it.
+    idx: BM25Index[int] = BM25Index(stemming=False)
+    for i, words in enumerate(docs):
+        idx.add(i, " ".join(words))
+    got = idx.search_terms(query, k)
+    full = idx.search_terms(query, len(docs) + 1)  # k above the corpus: nothing is skipped
+    assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in full[:k]]
+    exact = dict(full)
+    assert all(abs(exact[i] - s) < 1e-9 for i, s in got)
+
+
+def test_bm25_common_words_still_count_among_the_best_matches() -> None:
+    idx: BM25Index[int] = BM25Index(stemming=False)
+    for i in range(300):
+        words = ["common"] * (1 + i % 3) + (["rare"] if i < 5 else []) + [f"w{i}"]
+        idx.add(i, " ".join(words))
+    got = idx.search_terms(["rare", "common"], 3)
+    assert got == idx.search_terms(["rare", "common"], 1000)[:3]
+    assert {i for i, _ in got} <= set(range(5))
