@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import random
 import sys
@@ -101,6 +102,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--embed-cache",
         metavar="DIR",
         help="keep the corpus vectors in DIR between runs (opt-in; ~200 MB at 100k)",
+    )
+    p.add_argument(
+        "--chroma-server",
+        action="store_true",
+        help="the postgres backend uses a `chroma run` server started on loopback for the run "
+        "(the production layout) instead of the embedded Chroma the embedded backend uses",
     )
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and 10x1000 users")
     a = p.parse_args(argv)
@@ -497,12 +504,70 @@ async def graph_turns(
 
 
 @contextmanager
-def backend_config(name: str, home: str, chroma: str, pg_url: str) -> Iterator[BackendConfig]:
+def chroma_server(home: str) -> Iterator[tuple[tuple[str, int], Any]]:
+    """Run `chroma run` on a free loopback port for the run; yield (host, port) and a client."""
+    import socket
+    import subprocess
+
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    exe = Path(sys.executable).parent / "chroma"
+    log_path = Path(home) / "chroma-server.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [str(exe), "run", "--host", "127.0.0.1", "--port", str(port), "--path",
+             os.path.join(home, "chroma-server")],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"},
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    client = chromadb.HttpClient(
+                        host="127.0.0.1",
+                        port=port,
+                        settings=ChromaSettings(anonymized_telemetry=False),
+                    )
+                    client.heartbeat()
+                    break
+                except Exception as exc:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"chroma run did not start ({exc}); its log:\n"
+                            + log_path.read_text(errors="replace")[-2000:]
+                        ) from exc
+                    time.sleep(0.3)
+            C.log(f"Chroma server on 127.0.0.1:{port}")
+            yield ("127.0.0.1", port), client
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextmanager
+def backend_config(
+    name: str, home: str, chroma: str, pg_url: str, server: tuple[str, int] | None
+) -> Iterator[BackendConfig]:
     if name == "embedded":
         yield BackendConfig(home=os.path.join(home, "embedded"), chroma_path=chroma)
         return
+    host, port = server if server else (None, 8000)
     with C.pg_schema(pg_url, "overhead") as url:
-        yield BackendConfig(home=os.path.join(home, "pg"), database_url=url, chroma_path=chroma)
+        yield BackendConfig(
+            home=os.path.join(home, "pg"),
+            database_url=url,
+            chroma_path=chroma,
+            chroma_host=host,
+            chroma_port=port,
+        )
 
 
 def run_backends(
@@ -510,7 +575,7 @@ def run_backends(
 ) -> dict[str, dict[str, Any]]:
     """Fill, write, search and run turns on every backend; searches and turns alternate
     between backends so that both see the same machine load."""
-    home, chroma, client, base = paths
+    home, chroma, clients, base, server = paths
     out: dict[str, dict[str, Any]] = {}
     for name in list(names):
         if name == "postgres":
@@ -520,10 +585,16 @@ def run_backends(
                 names.remove(name)
     if not names:
         return out
-    # One index object per backend (same Chroma client): collection handles are not shared.
-    indexes = {n: ChromaIndex(client, base, location=f"embedded Chroma at {chroma}") for n in names}
+    # One index object per backend: collection handles are not shared.
+    indexes = {}
+    for n in names:
+        client, where = clients["server"] if n == "postgres" and server else clients["embedded"]
+        indexes[n] = ChromaIndex(client, base, location=where)
     with ExitStack() as outer:
-        cfgs = {n: outer.enter_context(backend_config(n, home, chroma, args.pg_url)) for n in names}
+        cfgs = {
+            n: outer.enter_context(backend_config(n, home, chroma, args.pg_url, server))
+            for n in names
+        }
         for n in names:
             out[n] = {"describe": cfgs[n].describe().split(";")[0]}
         with ExitStack() as stack:
@@ -599,6 +670,32 @@ def run_searches(
             }
 
 
+def growth(backends: dict[str, dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
+    """Per backend, how search and turn medians grow from each size to the next one."""
+
+    def median(block: Any, *path: str) -> float | None:
+        for key in path:
+            block = block.get(key) if isinstance(block, dict) else None
+        return block if isinstance(block, int | float) else None
+
+    out: dict[str, Any] = {}
+    for name, b in backends.items():
+        steps = {}
+        for small, large in itertools.pairwise(sorted(sizes)):
+            s = (str(small), "service_search", "median_ms")
+            t = (str(small), "memory_overhead", "median_ms")
+            big_s, big_t = (str(large), *s[1:]), (str(large), *t[1:])
+            steps[f"{large}_vs_{small}"] = {
+                "memories": round(large / small, 1),
+                "search_median": C.ratio(median(b, "search", *big_s), median(b, "search", *s)),
+                "turn_memory_overhead_median": C.ratio(
+                    median(b, "graph_turns", *big_t), median(b, "graph_turns", *t)
+                ),
+            }
+        out[name] = steps
+    return out
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     C.exit_cleanly_on_sigterm()
@@ -614,6 +711,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "sizes": args.size_list,
             "users_x": list(args.multi),
             "backend": args.backend,
+            "chroma_server_for_postgres": args.chroma_server,
             "queries": args.queries,
             "turns_per_size": args.turns,
             "scenario_seconds": args.scenario_seconds,
@@ -641,13 +739,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         client = chromadb.PersistentClient(
             path=chroma, settings=ChromaSettings(anonymized_telemetry=False)
         )
-        C.log(f"filling Chroma with {sum(h - lo for lo, h in corpus.users.values()):,} vectors")
-        fill = ChromaIndex(client, cached, location=chroma)
-        result["index_fill"] = fill_index(fill, corpus) | C.rss()
         backends = ["embedded", "postgres"] if args.backend == "both" else [args.backend]
-        result["backends"] = run_backends(
-            backends, args, corpus, cached, (home, chroma, client, base)
-        )
+        clients = {"embedded": (client, f"embedded Chroma at {chroma}")}
+        server = None
+        with ExitStack() as servers:
+            if args.chroma_server and "postgres" in backends:
+                server, server_client = servers.enter_context(chroma_server(home))
+                clients["server"] = (server_client, f"Chroma server at {server[0]}:{server[1]}")
+            vectors = sum(h - lo for lo, h in corpus.users.values())
+            for label, (target, where) in clients.items():
+                C.log(f"filling {where} with {vectors:,} vectors")
+                fill = ChromaIndex(target, cached, location=where)
+                key = "index_fill" if label == "embedded" else "index_fill_server"
+                result[key] = fill_index(fill, corpus) | C.rss()
+            result["backends"] = run_backends(
+                backends, args, corpus, cached, (home, chroma, clients, base, server)
+            )
+    result["growth"] = growth(result["backends"], args.size_list)
     result["peak_rss_mb"] = C.peak_rss_mb()
     result["run"]["load_avg_end"] = C.load_avg()
     result["run"]["seconds"] = round(time.perf_counter() - t_start, 1)

@@ -27,6 +27,7 @@ from langgraph.store.base import BaseStore, GetOp, PutOp, SearchOp
 from memory import retrieval
 from memory.access import AccessDenied, AccessPolicy, can_read, check_write, same_partition
 from memory.access import scope_for as access_scope
+from memory.backends import writer_locks
 from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
 from memory.lexical import LexicalIndexes, UserIndex
@@ -140,13 +141,16 @@ def _per_user(fn: Callable[..., T]) -> Callable[..., T]:
 
     Two turns of one user in parallel (two threads, or a recall count landing during a
     save) would otherwise read the same records and the last write would undo the other.
-    This serializes them within a process; across processes, see the README.
+    Threads of a process wait on a lock of the process; on Postgres, processes also wait
+    on an advisory lock of the database (`memory.backends.writer_locks`).
     """
 
     @functools.wraps(fn)
     def wrapper(self: MemoryService, user_id: str, *args: Any, **kwargs: Any) -> T:
         with self._user_lock(user_id):
-            return fn(self, user_id, *args, **kwargs)
+            shared = writer_locks(self.store)
+            with shared.hold(user_id) if shared else contextlib.nullcontext():
+                return fn(self, user_id, *args, **kwargs)
 
     return wrapper
 
@@ -397,15 +401,26 @@ class MemoryService:
         return str(value.get("base", "")), builtins.list(value.get("entries", []))
 
     def _log_change(
-        self, user_id: str, keys: builtins.list[tuple[str, str]] | None
+        self, user_id: str, keys: builtins.list[tuple[str, str]] | None, *, erase: bool = False
     ) -> tuple[PutOp, str, str]:
         """Return the put appending one write to a user's change log, and its old and new version.
 
-        `keys=None` (or more keys than the log holds) tells readers to rebuild from a scan.
+        Args:
+            user_id: Whose log.
+            keys: `(kind, id)` of the records written; None (or more keys than the log
+                holds) tells readers to rebuild from a scan.
+            erase: The records were deleted for good: their ids (hashes of what was said)
+                are taken out of the log too, and readers rebuild from a scan.
         """
         base, entries = self._change_log(user_id)
         old = entries[-1]["v"] if entries else base
         new = uuid.uuid4().hex[:16]
+        if erase and keys:
+            gone = {f"{k}/{i}" for k, i in keys}
+            for e in entries:
+                if e["keys"] is not None:
+                    e["keys"] = [key for key in e["keys"] if key not in gone]
+            keys = None
         logged = None if keys is None or len(keys) > CHANGE_LOG_KEYS else keys
         entries.append(
             {"v": new, "keys": None if logged is None else [f"{k}/{i}" for k, i in logged]}
@@ -679,26 +694,33 @@ class MemoryService:
         now = now or utcnow()
         report = ConsolidationReport()
         for uid in [check_user_id(user_id)] if user_id else self.users(with_repairs=True):
-            report.users += 1
-            records = self._scan(uid, include_inactive=True)
-            changes = consolidate(records, now, self.policy)
-            for c in changes:
-                if c.action == "merged":
-                    report.merged += 1
-                elif c.action == "archived":
-                    report.archived += 1
-                elif c.action == "expired":
-                    report.expired += 1
-                elif c.note == "conflict resolved":
-                    report.resolved += 1
-                if c.action != "superseded":
-                    report.changes.append(f"{uid}: {c.describe()}")
-            if not dry_run:
-                unique = {c.record.id: c for c in changes}
-                self._write(uid, list(unique.values()), index=False)
-            if self.index is not None:
-                self._repair_index(uid, records, now, dry_run, report)
+            self._consolidate_user(uid, dry_run, now, report)
         return report
+
+    @_per_user
+    def _consolidate_user(
+        self, uid: str, dry_run: bool, now: datetime, report: ConsolidationReport
+    ) -> None:
+        # Under the user's lock: a save landing mid-way would otherwise be undone.
+        report.users += 1
+        records = self._scan(uid, include_inactive=True)
+        changes = consolidate(records, now, self.policy)
+        for c in changes:
+            if c.action == "merged":
+                report.merged += 1
+            elif c.action == "archived":
+                report.archived += 1
+            elif c.action == "expired":
+                report.expired += 1
+            elif c.note == "conflict resolved":
+                report.resolved += 1
+            if c.action != "superseded":
+                report.changes.append(f"{uid}: {c.describe()}")
+        if not dry_run:
+            unique = {c.record.id: c for c in changes}
+            self._write(uid, list(unique.values()), index=False)
+        if self.index is not None:
+            self._repair_index(uid, records, now, dry_run, report)
 
     def _repair_index(
         self,
@@ -763,7 +785,7 @@ class MemoryService:
     def _delete(self, user_id: str, records: builtins.list[MemoryRecord]) -> None:
         """Delete records from the store, the lexical index and Chroma."""
         ids = [r.id for r in records]
-        put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in records])
+        put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in records], erase=True)
         self.store.batch([*(PutOp(namespace(user_id, r.kind), r.id, None) for r in records), put])
         self.lexical.remove(user_id, ids)
         self.lexical.advance(user_id, old, new)

@@ -234,7 +234,7 @@ def pg_url() -> str:
 def _delete_rows(url: str, user_ids: list[str]) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         for user in user_ids:
-            for root in ("memories", "threads", "index_repair"):
+            for root in ("memories", "threads", "index_repair", "memory_changes"):
                 conn.execute(
                     "delete from store where prefix = %s or prefix like %s",
                     (f"{root}.{user}", f"{root}.{user}.%"),

@@ -248,3 +248,77 @@ def test_cli_reports_unreachable_postgres(
     assert lines[0].startswith("error: cannot connect to Postgres at ")
     assert f"127.0.0.1:{closed_port}" in lines[0]
     assert "secret" not in err
+
+
+# --- (e) writers in several processes -----------------------------------------------------------
+
+
+def test_writer_lock_of_a_user_excludes_other_sessions(pg_url: str, new_user) -> None:
+    from memory.backends import PostgresWriterLocks, WriterLockTimeout
+
+    user, other = new_user("lock"), new_user("free")
+    here = PostgresWriterLocks(pg_url)
+    there = PostgresWriterLocks(pg_url, timeout=0.3)  # its own session, as another process
+    try:
+        with here.hold(user):
+            with pytest.raises(WriterLockTimeout, match="another process"), there.hold(user):
+                pass
+            with there.hold(other):  # other users are not held up
+                pass
+            with here.hold(user):  # re-entered by its holder (nested service calls)
+                pass
+        with there.hold(user):  # released once the holder is done
+            pass
+    finally:
+        here.close()
+        there.close()
+
+
+_WRITER = """
+import sys, time
+from memory.backends import BackendConfig, open_backends
+from memory.service import MemoryService
+
+url, user, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with open_backends(BackendConfig(database_url=url, home=sys.argv[4])) as b:
+    svc = MemoryService(b.store, None)
+    svc.list(user)  # connected and warm before the start line
+    time.sleep(max(0.0, start - time.time()))
+    for i in range(12):
+        svc.add(user, f"User owns bike number {i}.", subject=f"bike.{i}")
+        svc.add(user, f"User lives in city {i}.", subject="profile.city")
+print("done")
+"""
+
+
+def test_two_processes_saving_one_user_store_each_fact_once(
+    pg_url: str, new_user, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+    import time
+
+    user = new_user("race")
+    start = time.time() + 4.0  # both start writing at the same instant
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, pg_url, user, str(start), str(tmp_path / f"h{n}")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "done" in out, err[-3000:]
+    with open_backends(BackendConfig(database_url=pg_url)) as b:
+        svc = MemoryService(b.store, None)
+        active = svc.list(user)
+        everything = svc.list(user, include_inactive=True)
+    bikes = sorted(r.content for r in active if r.subject.startswith("bike."))
+    assert bikes == sorted(f"User owns bike number {i}." for i in range(12))  # none twice
+    # One home at the end, the last one said; every earlier one superseded, not lost.
+    assert [r.content for r in active if r.subject == "profile.city"] == ["User lives in city 11."]
+    cities = {r.content for r in everything if r.subject == "profile.city"}
+    assert cities == {f"User lives in city {i}." for i in range(12)}
