@@ -330,10 +330,11 @@ class MemoryService:
                 hits = self.index.query(user_id, vector, CANDIDATES)
                 dense = [(h.id, h.similarity) for h in hits]
                 missing = [(h.kind, h.id) for h in hits if h.id not in records]
-                if missing:  # written by another process since the lexical index was built
-                    found = self._get_many(user_id, missing)
-                    records.update(found)
-                    self.lexical.upsert(user_id, found.values())
+                if missing:  # written elsewhere and not (yet) in the change log we read
+                    found = self._get_many(user_id, missing).values()
+                    usable = {r.id: r for r in found if r.is_recallable(now)}
+                    records.update(usable)
+                    self.lexical.upsert(user_id, usable.values())
             except IndexUnavailable as exc:
                 log.warning("index unavailable, recalling by words only: %s", exc)
         # Only candidates and core memories are looked at: the cost of a query must not
