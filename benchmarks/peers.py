@@ -64,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
 import numpy as np  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
+from locomo import parse_evidence, parse_session_date  # noqa: E402  (one LoCoMo reader)
 
 from memory.backends import BackendConfig, open_backends  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
@@ -134,31 +135,6 @@ class Conversation:
     questions: list[Question]
     now: datetime
     skipped_questions: int = 0
-
-
-def parse_session_date(text: str) -> datetime:
-    """ "1:56 pm on 8 May, 2023" → an aware datetime (UTC)."""
-    clean = " ".join(text.replace(",", ", ").split()).replace(" ,", ",")
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
-        with contextlib.suppress(ValueError):
-            return datetime.strptime(clean, fmt).replace(tzinfo=UTC)
-    raise ValueError(f"unreadable session date {text!r}")
-
-
-_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
-
-
-def parse_evidence(items: list[Any]) -> list[str]:
-    """Split "D8:6; D9:17", repair "D:11:26"; drop pieces that name no turn."""
-    out: list[str] = []
-    for item in items:
-        for piece in re.split(r"[;,\s]+", str(item)):
-            m = _EVIDENCE.fullmatch(piece.strip())
-            if m:
-                dia = f"D{int(m.group(1))}:{int(m.group(2))}"
-                if dia not in out:
-                    out.append(dia)
-    return out
 
 
 def turn_id(sample_id: str, dia_id: str) -> str:

@@ -103,6 +103,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Protocol, TypeVar
 
 from memory.lexical import STOP_WORDS, tokenize
+from memory.timeparse import EN_MONTH_RE, EN_MONTHS, safe_date, zh_int
 
 __all__ = [
     "RankConfig",
@@ -204,42 +205,15 @@ class TimeWindow:
     """The words that named it."""
 
 
-_EN_MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-         ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-         ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")]
-    )
-    for m in names
-}  # fmt: skip
 _EN_DAYS = {
     "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
     "sunday": 6,
 }  # fmt: skip
-_MONTH_RE = "|".join(sorted(_EN_MONTHS, key=len, reverse=True))
 _DAY_RE = "|".join(_EN_DAYS)
-_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-           "九": 9, "十": 10, "十一": 11, "十二": 12}  # fmt: skip
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _EN_SMALL = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "few": 3,
              "a couple of": 2, "couple of": 2}  # fmt: skip
-
-
-def _zh_int(token: str) -> int | None:
-    if token.isdigit():
-        return int(token)
-    if token in _ZH_NUM:
-        return _ZH_NUM[token]
-    if len(token) == 2 and token[0] == "十":
-        return 10 + _ZH_NUM.get(token[1], 0)
-    if len(token) == 2 and token[1] == "十":
-        return _ZH_NUM.get(token[0], 0) * 10
-    if len(token) == 3 and token[1] == "十":
-        return _ZH_NUM.get(token[0], 0) * 10 + _ZH_NUM.get(token[2], 0)
-    return None
 
 
 def _day_start(d: date, tz: Any) -> datetime:
@@ -254,13 +228,6 @@ def _month_span(year: int, month: int) -> tuple[date, date]:
 def _past_month(today: date, month: int) -> int:
     """The year of the latest `month` that is not after today."""
     return today.year if month <= today.month else today.year - 1
-
-
-def _safe(year: int, month: int, day: int) -> date | None:
-    try:
-        return date(year, month, day)
-    except ValueError:
-        return None
 
 
 def _shift_months(d: date, months: int) -> date:
@@ -304,20 +271,20 @@ def parse_time_window(query: str, now: datetime) -> TimeWindow | None:
     m = re.search(r"(\d{4})年" + zn + r"月" + zn + r"[日号]", text)
     if (
         m
-        and (mo := _zh_int(m.group(2)))
-        and (dd := _zh_int(m.group(3)))
-        and (found := _safe(int(m.group(1)), mo, dd))
+        and (mo := zh_int(m.group(2)))
+        and (dd := zh_int(m.group(3)))
+        and (found := safe_date(int(m.group(1)), mo, dd))
     ):
         return day(found, m.group(0))
     m = re.search(zn + r"月" + zn + r"[日号]", text)
-    if m and (mo := _zh_int(m.group(1))) and (dd := _zh_int(m.group(2))):
-        found = _safe(_past_month(today, mo), mo, dd)
+    if m and (mo := zh_int(m.group(1))) and (dd := zh_int(m.group(2))):
+        found = safe_date(_past_month(today, mo), mo, dd)
         if found and found > today:
-            found = _safe(found.year - 1, mo, dd)
+            found = safe_date(found.year - 1, mo, dd)
         if found:
             return day(found, m.group(0))
     m = re.search(r"(\d{4})年" + zn + r"月", text)
-    if m and (mo := _zh_int(m.group(2))) and 1 <= mo <= 12:
+    if m and (mo := zh_int(m.group(2))) and 1 <= mo <= 12:
         return span(*_month_span(int(m.group(1)), mo), m.group(0))
     m = re.search(r"(上上|上|这|本)(?:个)?(?:周|星期|礼拜)([一二三四五六日天])", text)
     if m:
@@ -327,7 +294,7 @@ def parse_time_window(query: str, now: datetime) -> TimeWindow | None:
         r"(\d+|[一二三四五六七八九十两几]{1,3})(?:个)?(天|周|星期|礼拜|月|年)(?:前|之前|以前)", text
     )
     if m:
-        n = 3 if m.group(1) == "几" else _zh_int(m.group(1))
+        n = 3 if m.group(1) == "几" else zh_int(m.group(1))
         if n:
             unit = {"天": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month",
                     "年": "year"}[m.group(2)]  # fmt: skip
@@ -364,42 +331,40 @@ def parse_time_window(query: str, now: datetime) -> TimeWindow | None:
         y = int(m.group(1))
         return span(date(y, 1, 1), date(y + 1, 1, 1), m.group(0))
     m = re.search(zn + r"月(?:份)?", text)
-    if m and (mo := _zh_int(m.group(1))) and 1 <= mo <= 12 and "个月" not in m.group(0):
+    if m and (mo := zh_int(m.group(1))) and 1 <= mo <= 12 and "个月" not in m.group(0):
         return span(*_month_span(_past_month(today, mo), mo), m.group(0))
 
     # --- English ---------------------------------------------------------------------------
     m = re.search(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b", low)
-    if m and (found := _safe(int(m.group(1)), int(m.group(2)), int(m.group(3)))):
+    if m and (found := safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))):
         return day(found, m.group(0))
     m = re.search(
-        rf"\b(?:({_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?"
-        rf"(?:\s+of)?\s+({_MONTH_RE}))\b(?:\s*,?\s*(\d{{4}}))?",
+        rf"\b(?:({EN_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?"
+        rf"(?:\s+of)?\s+({EN_MONTH_RE}))\b(?:\s*,?\s*(\d{{4}}))?",
         low,
     )
     if m:
-        mo = _EN_MONTHS[m.group(1) or m.group(4)]
+        mo = EN_MONTHS[m.group(1) or m.group(4)]
         dd = int(m.group(2) or m.group(3))
         if m.group(5):
-            found = _safe(int(m.group(5)), mo, dd)
+            found = safe_date(int(m.group(5)), mo, dd)
         else:
-            found = _safe(_past_month(today, mo), mo, dd)
+            found = safe_date(_past_month(today, mo), mo, dd)
             if found and found > today:
-                found = _safe(found.year - 1, mo, dd)
+                found = safe_date(found.year - 1, mo, dd)
         # "may 5" is a date; "may" alone (below) needs "in"/"of" or a year: it is also a verb.
         if found:
             return day(found, text[m.start() : m.end()])
-    m = re.search(rf"\b({_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})\b", low)
+    m = re.search(rf"\b({EN_MONTH_RE})\.?,?\s+(?:of\s+)?(\d{{4}})\b", low)
     if m:
-        return span(
-            *_month_span(int(m.group(2)), _EN_MONTHS[m.group(1)]), text[m.start() : m.end()]
-        )
+        return span(*_month_span(int(m.group(2)), EN_MONTHS[m.group(1)]), text[m.start() : m.end()])
     m = re.search(
         rf"\b(?:in|during|since|of|last|this|early|late|mid|mid-)\s+(?:early\s+|late\s+|mid-?)?"
-        rf"({_MONTH_RE})\b",
+        rf"({EN_MONTH_RE})\b",
         low,
     )
     if m and m.group(1) != "may" or (m and re.search(r"\b(?:in|during|last|this)\s+may\b", low)):
-        mo = _EN_MONTHS[m.group(1)]
+        mo = EN_MONTHS[m.group(1)]
         year = _past_month(today, mo)
         if "last " + m.group(1) in low and year == today.year and mo == today.month:
             year -= 1
@@ -478,7 +443,7 @@ def _ago(n: int, unit: str, today: date, tz: Any, words: str) -> TimeWindow:
 
 _NOT_NAMES = frozenset(
     {w.capitalize() for w in STOP_WORDS}
-    | {m.capitalize() for m in _EN_MONTHS}
+    | {m.capitalize() for m in EN_MONTHS}
     | {d.capitalize() for d in _EN_DAYS}
     | {"I", "Im", "Ok", "Okay", "Hey", "Hi", "Hello", "Thanks", "Please", "Yes", "No", "Tell",
        "Remind", "Remember", "Give", "List", "Name", "Describe", "Explain", "Would", "Which",

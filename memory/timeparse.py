@@ -25,7 +25,7 @@ _EN_DAYS = {
     "sun": 6,
 }
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
-_EN_MONTHS = {
+EN_MONTHS = {
     m: i + 1
     for i, names in enumerate(
         [
@@ -60,7 +60,7 @@ _ZH_NUM = {
 }
 
 _EN_DAY_RE = "|".join(sorted(_EN_DAYS, key=len, reverse=True))
-_EN_MONTH_RE = "|".join(sorted(_EN_MONTHS, key=len, reverse=True))
+EN_MONTH_RE = "|".join(sorted(EN_MONTHS, key=len, reverse=True))
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,8 @@ def _upcoming(today: date, weekday: int) -> date:
     return today + timedelta(days=(weekday - today.weekday()) % 7)
 
 
-def _safe_date(year: int, month: int, day: int) -> date | None:
+def safe_date(year: int, month: int, day: int) -> date | None:
+    """Return the date, or None if there is no such day (February 30)."""
     try:
         return date(year, month, day)
     except ValueError:
@@ -91,14 +92,15 @@ def _safe_date(year: int, month: int, day: int) -> date | None:
 
 def _future_date(today: date, month: int, day: int, year: int | None) -> date | None:
     if year is not None:
-        return _safe_date(year, month, day)
-    found = _safe_date(today.year, month, day)
+        return safe_date(year, month, day)
+    found = safe_date(today.year, month, day)
     if found is not None and found < today - timedelta(days=180):
-        found = _safe_date(today.year + 1, month, day)
+        found = safe_date(today.year + 1, month, day)
     return found
 
 
-def _zh_int(token: str) -> int | None:
+def zh_int(token: str) -> int | None:
+    """Read a number written in digits or in Chinese numerals up to 99 ("十二", "二十三")."""
     if token.isdigit():
         return int(token)
     if token in _ZH_NUM:
@@ -151,7 +153,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
         text,
     )
     if m:
-        month, dd = _zh_int(m.group(2)), _zh_int(m.group(3))
+        month, dd = zh_int(m.group(2)), zh_int(m.group(3))
         if month and dd:
             found = _future_date(today, month, dd, int(m.group(1)) if m.group(1) else None)
             if found:
@@ -170,7 +172,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
         if word in text:
             return DateMention(today + timedelta(days=offset), word)
     m = re.search(r"(\d+|[一二三四五六七八九十两]{1,3})天(?:后|之后|以后)", text)
-    if m and (n := _zh_int(m.group(1))):
+    if m and (n := zh_int(m.group(1))):
         return _in_days(today, n, m.group(0))
     for word, weeks in (
         ("下下周", 2),
@@ -194,7 +196,7 @@ def find_date(text: str, now: datetime) -> DateMention | None:
         return DateMention(first, "下个月" if "下个月" in text else "下月")
 
     m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", low)
-    if m and (found := _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))):
+    if m and (found := safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))):
         return DateMention(found, m.group(0))
     m = re.search(rf"\b(next|this|on|coming)?\s*({_EN_DAY_RE})\b", low)
     if m:
@@ -205,12 +207,12 @@ def find_date(text: str, now: datetime) -> DateMention | None:
             day = _upcoming(today, weekday)
         return DateMention(day, text[m.start() : m.end()].strip())
     m = re.search(
-        rf"\b(?:({_EN_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?"
-        rf"(?:\s+of)?\s+({_EN_MONTH_RE}))\b(?:,?\s+(\d{{4}}))?",
+        rf"\b(?:({EN_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?"
+        rf"(?:\s+of)?\s+({EN_MONTH_RE}))\b(?:,?\s+(\d{{4}}))?",
         low,
     )
     if m:
-        month = _EN_MONTHS[m.group(1) or m.group(4)]
+        month = EN_MONTHS[m.group(1) or m.group(4)]
         dd = int(m.group(2) or m.group(3))
         found = _future_date(today, month, dd, int(m.group(5)) if m.group(5) else None)
         if found:
