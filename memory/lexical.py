@@ -23,10 +23,11 @@ BM25 index
     (re-adding an id replaces it), Lucene-style BM25 (k1=1.2, b=0.75, idf
     ``log(1 + (N - df + 0.5) / (df + 0.5))``, always positive) and `search(query, k)` →
     ``[(id, score), ...]`` best first. Statistics (N, df, average length) are kept
-    incrementally, so a query costs only the postings of its terms (median / p95, one core):
-    0.2 / 0.3 ms with 1k documents, 0.8 / 1.8 ms with 10k, 3.6 / 8.4 ms with 50k; an add or
-    remove costs about 0.1 ms. It holds one user's records; build it from the store on first
-    use and keep it in step with every store write and delete.
+    incrementally, and a query scores each of its terms' postings with numpy, so it costs
+    about 1 ms median and 7.6 ms p95 with 100k documents (mixed English and Chinese
+    questions; the p95 is mostly terms scored for the first time since a write changed
+    them); an add or remove costs about 0.1 ms. It holds one user's records; build it from
+    the store on first use and keep it in step with every store write and delete.
 
 Per-user registry
     `LexicalIndexes` keeps one `UserIndex` (a `BM25Index`, ``{id: record}`` and the
@@ -39,7 +40,6 @@ from __future__ import annotations
 
 import bisect
 import functools
-import heapq
 import math
 import re
 import threading
@@ -48,6 +48,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+import numpy as np
 
 __all__ = [
     "BM25Index",
@@ -163,6 +165,11 @@ K = TypeVar("K", bound=Hashable)
 class BM25Index(Generic[K]):
     """An incremental in-memory BM25 index over documents keyed by id.
 
+    Postings are dicts, cheap to change one document at a time; a query scores each of
+    its terms with numpy over an array copy of that term's posting, made on first use and
+    dropped when the term's posting changes. A Chinese question brings a dozen terms of a
+    few thousand postings each at 100k documents: a Python loop over them took 30-50 ms.
+
     Thread-safe: one lock guards every read and write.
     """
 
@@ -178,8 +185,13 @@ class BM25Index(Generic[K]):
         self.b = b
         self.stemming = stemming
         self._docs: dict[K, dict[str, float]] = {}
-        self._lens: dict[K, float] = {}
         self._postings: dict[str, dict[K, float]] = {}
+        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        # Each document has a slot: its position in the per-slot arrays below.
+        self._slot: dict[K, int] = {}
+        self._slot_ids: list[K | None] = []
+        self._free: list[int] = []
+        self._lens = np.zeros(64)
         self._total_len = 0.0
         self._lock = threading.RLock()
 
@@ -215,11 +227,21 @@ class BM25Index(Generic[K]):
         length = sum(weighted.values())
         with self._lock:
             self._remove_locked(doc_id)
+            if self._free:
+                slot = self._free.pop()
+                self._slot_ids[slot] = doc_id
+            else:
+                slot = len(self._slot_ids)
+                self._slot_ids.append(doc_id)
+                if slot >= len(self._lens):
+                    self._lens = np.concatenate([self._lens, np.zeros(len(self._lens))])
+            self._slot[doc_id] = slot
+            self._lens[slot] = length
             self._docs[doc_id] = weighted
-            self._lens[doc_id] = length
             self._total_len += length
             for term, f in weighted.items():
                 self._postings.setdefault(term, {})[doc_id] = f
+                self._arrays.pop(term, None)
 
     def add_many(self, docs: Iterable[tuple[K, str]]) -> None:
         """Index many ``(id, text)`` documents."""
@@ -235,22 +257,42 @@ class BM25Index(Generic[K]):
         """Remove every document."""
         with self._lock:
             self._docs.clear()
-            self._lens.clear()
             self._postings.clear()
+            self._arrays.clear()
+            self._slot.clear()
+            self._slot_ids.clear()
+            self._free.clear()
+            self._lens = np.zeros(64)
             self._total_len = 0.0
 
     def _remove_locked(self, doc_id: K) -> bool:
         terms = self._docs.pop(doc_id, None)
         if terms is None:
             return False
-        self._total_len -= self._lens.pop(doc_id)
+        slot = self._slot.pop(doc_id)
+        self._total_len -= float(self._lens[slot])
+        self._lens[slot] = 0.0
+        self._slot_ids[slot] = None
+        self._free.append(slot)
         for term in terms:
+            self._arrays.pop(term, None)
             posting = self._postings.get(term)
             if posting is not None:
                 posting.pop(doc_id, None)
                 if not posting:
                     del self._postings[term]
         return True
+
+    def _array(self, term: str, posting: dict[K, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Return a term's posting as (slots, frequencies) arrays, cached until it changes."""
+        found = self._arrays.get(term)
+        if found is None:
+            n = len(posting)
+            slot = self._slot
+            slots = np.fromiter((slot[d] for d in posting), dtype=np.int64, count=n)
+            freqs = np.fromiter(posting.values(), dtype=np.float64, count=n)
+            found = self._arrays[term] = (slots, freqs)
+        return found
 
     def search(self, query: str, k: int = 50) -> list[tuple[K, float]]:
         """Return up to `k` ``(id, score)`` pairs with a positive score, best first."""
@@ -277,41 +319,26 @@ class BM25Index(Generic[K]):
             k1, b = self.k1, self.b
             norm_k = k1 * (1.0 - b)
             norm_b = k1 * b / avgdl
-            lens, docs = self._lens, self._docs
-            plan: list[tuple[float, float, str, dict[K, float]]] = []
+            scores: np.ndarray | None = None
             for term, qw in weights.items():
                 posting = self._postings.get(term)
-                if posting:
-                    df = len(posting)
-                    idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qw
-                    plan.append((idf * (k1 + 1.0), idf, term, posting))
-            # Rarest terms first (MaxScore). A term adds at most idf·(k1+1) to a document;
-            # once the k-th best score beats what all remaining terms could give a document
-            # not scored yet, those terms only add to the documents already scored, which
-            # spares walking the long postings of common words. The top k is unchanged.
-            plan.sort(key=lambda t: t[0], reverse=True)
-            rest = sum(t[0] for t in plan)
-            left = sum(len(t[3]) for t in plan)
-            scores: dict[K, float] = {}
-            only_scored = False
-            for bound, idf, term, posting in plan:
-                if not only_scored and len(scores) >= k and left > 2 * len(scores):
-                    only_scored = heapq.nlargest(k, scores.values())[-1] > rest
-                rest -= bound
-                left -= len(posting)
-                if only_scored:
-                    for doc_id in scores:
-                        f = docs[doc_id].get(term)
-                        if f:
-                            denom = f + norm_k + norm_b * lens[doc_id]
-                            scores[doc_id] += idf * f * (k1 + 1.0) / denom
+                if not posting:
                     continue
-                for doc_id, f in posting.items():
-                    denom = f + norm_k + norm_b * lens[doc_id]
-                    scores[doc_id] = scores.get(doc_id, 0.0) + idf * f * (k1 + 1.0) / denom
-        if len(scores) > k:
-            return heapq.nlargest(k, scores.items(), key=lambda kv: kv[1])
-        return sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+                df = len(posting)
+                idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qw
+                slots, f = self._array(term, posting)
+                if scores is None:
+                    scores = np.zeros(len(self._slot_ids))
+                # A slot appears once per posting, so the fancy-indexed add is exact.
+                scores[slots] += idf * f * (k1 + 1.0) / (f + norm_k + norm_b * self._lens[slots])
+            if scores is None:
+                return []
+            hits = np.flatnonzero(scores > 0.0)
+            if len(hits) > k:
+                hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
+            order = hits[np.argsort(-scores[hits], kind="stable")]
+            ids = self._slot_ids
+            return [(ids[i], float(scores[i])) for i in order]  # type: ignore[misc]
 
 
 def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
