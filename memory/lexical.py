@@ -239,9 +239,11 @@ class BM25Index(Generic[K]):
             self._lens[slot] = length
             self._docs[doc_id] = weighted
             self._total_len += length
+            arrays = self._arrays
             for term, f in weighted.items():
                 self._postings.setdefault(term, {})[doc_id] = f
-                self._arrays.pop(term, None)
+                if arrays:  # empty while an index is being built
+                    arrays.pop(term, None)
 
     def add_many(self, docs: Iterable[tuple[K, str]]) -> None:
         """Index many ``(id, text)`` documents."""

