@@ -25,6 +25,24 @@ log = logging.getLogger(__name__)
 _POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
 
 
+# Saving a memory looks up the user's records with the same subject or the same statement
+# through store filters. Without these the database reads every record of the namespace
+# (100k memories: 165 ms per candidate on SQLite). Content is hashed on Postgres: a b-tree
+# entry cannot hold a long text.
+_SQLITE_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS memory_agent_subject_idx"
+    " ON store (json_extract(value, '$.subject'))",
+    "CREATE INDEX IF NOT EXISTS memory_agent_content_idx"
+    " ON store (json_extract(value, '$.content'))",
+)
+_POSTGRES_INDEXES = (
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_subject_idx"
+    " ON store ((value->'subject'))",
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_content_idx"
+    " ON store USING hash ((value->'content'))",
+)
+
+
 class BackendUnavailable(RuntimeError):
     """A database or index could not be opened."""
 
@@ -172,6 +190,9 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
             if setup:
                 saver.setup()
                 store.setup()
+                with pool.connection() as conn:
+                    for sql in _POSTGRES_INDEXES:
+                        conn.execute(sql)
             yield Backends(saver, store, index, config)
         finally:
             pool.close()
@@ -193,6 +214,8 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
         sstore = SqliteStore(sconn)
         ssaver.setup()
         sstore.setup()
+        for sql in _SQLITE_INDEXES:
+            sconn.execute(sql)
         yield Backends(ssaver, sstore, index, config)
     finally:
         cconn.close()
@@ -240,6 +263,9 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
             if setup:
                 await asaver.setup()
                 await store.setup()
+                async with pool.connection() as aconn:
+                    for sql in _POSTGRES_INDEXES:
+                        await aconn.execute(sql)
             yield Backends(asaver, store, index, config)
         finally:
             await pool.close()
@@ -256,6 +282,9 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
     ):
         await saver.setup()
         await astore.setup()
+        for sql in _SQLITE_INDEXES:
+            await astore.conn.execute(sql)
+        await astore.conn.commit()
         yield Backends(saver, astore, index, config)
 
 

@@ -322,3 +322,19 @@ def test_two_processes_saving_one_user_store_each_fact_once(
     assert [r.content for r in active if r.subject == "profile.city"] == ["User lives in city 11."]
     cities = {r.content for r in everything if r.subject == "profile.city"}
     assert cities == {f"User lives in city {i}." for i in range(12)}
+
+
+def test_setup_indexes_the_lookups_a_save_makes(pg_url: str, tmp_path: Path) -> None:
+    # The store filters on value->'subject' and value->'content' (see PostgresStore's
+    # _get_filter_condition); the planner must be able to answer both from an index.
+    with open_backends(BackendConfig(database_url=pg_url, home=str(tmp_path)), setup=True):
+        pass
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for field, index in (("subject", "memory_agent_subject_idx"),
+                             ("content", "memory_agent_content_idx")):  # fmt: skip
+            rows = conn.execute(
+                "EXPLAIN SELECT key FROM store WHERE prefix LIKE 'memories.u.fact%%'"
+                f" AND value->'{field}' = '\"x\"'::jsonb"
+            ).fetchall()
+            assert index in " ".join(str(r[0]) for r in rows)

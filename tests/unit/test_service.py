@@ -241,3 +241,25 @@ def test_a_user_deleted_elsewhere_is_gone_from_this_process() -> None:
     snap = here.lexical.peek("sam")
     assert snap is not None and snap.records == {}
     assert store.get(("memory_changes", "sam"), "log").value["entries"] == []  # no ids kept
+
+
+def test_saving_finds_related_records_through_indexes_not_a_table_scan(tmp_path) -> None:
+    from memory.backends import BackendConfig, open_backends
+
+    with open_backends(BackendConfig(home=str(tmp_path / "home"))) as b:
+        svc = MemoryService(b.store, None)
+        svc.add("tess", "User lives in Oslo.", subject="profile.city")
+        conn = b.store.conn
+        statements: list[str] = []
+        conn.set_trace_callback(statements.append)
+        try:
+            svc.add("tess", "User lives in Bergen.", subject="profile.city")
+        finally:
+            conn.set_trace_callback(None)
+        lookups = [s for s in statements if s.lstrip().upper().startswith("SELECT")
+                   and "json_extract(value, '$." in s]  # fmt: skip
+        assert len(lookups) >= 2, statements  # by subject and by statement
+        for sql in lookups:
+            plan = " ".join(str(row) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+            assert "memory_agent_subject_idx" in plan or "memory_agent_content_idx" in plan, plan
+        assert [r.content for r in svc.list("tess")] == ["User lives in Bergen."]
