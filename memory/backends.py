@@ -43,6 +43,21 @@ _POSTGRES_INDEXES = (
 )
 
 
+def _pool_options(row_factory: Any) -> dict[str, Any]:
+    """Return the options shared by the sync and async Postgres pools.
+
+    The pools are also given `check`: connections die when Postgres restarts, so each is
+    checked before it is lent out.
+    """
+    return {
+        "kwargs": {**_POOL_KWARGS, "row_factory": row_factory},
+        "open": False,
+        "min_size": 1,
+        "max_size": 8,
+        "timeout": 10,
+    }
+
+
 class BackendUnavailable(RuntimeError):
     """A database or index could not be opened."""
 
@@ -169,14 +184,7 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
         from psycopg_pool import ConnectionPool
 
         pool = ConnectionPool(
-            config.database_url,
-            kwargs={**_POOL_KWARGS, "row_factory": dict_row},
-            open=False,
-            min_size=1,
-            max_size=8,
-            # Connections die when Postgres restarts; check before lending one out.
-            check=ConnectionPool.check_connection,
-            timeout=10,
+            config.database_url, check=ConnectionPool.check_connection, **_pool_options(dict_row)
         )
         try:
             pool.open(wait=True, timeout=5)
@@ -244,12 +252,8 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
 
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             config.database_url,
-            kwargs={**_POOL_KWARGS, "row_factory": dict_row},
-            open=False,
-            min_size=1,
-            max_size=8,
             check=AsyncConnectionPool.check_connection,
-            timeout=10,
+            **_pool_options(dict_row),
         )
         try:
             await pool.open(wait=True, timeout=5)
