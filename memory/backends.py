@@ -27,8 +27,8 @@ _POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
 
 # Saving a memory looks up the user's records with the same subject or the same statement
 # through store filters. Without these the database reads every record of the namespace
-# (100k memories: 165 ms per candidate on SQLite). Content is hashed on Postgres: a b-tree
-# entry cannot hold a long text.
+# (100k memories: 165 ms per candidate on SQLite). Hash indexes on Postgres: a b-tree entry
+# cannot hold a long value, and the table is shared with every other store namespace.
 _SQLITE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS memory_agent_subject_idx"
     " ON store (json_extract(value, '$.subject'))",
@@ -36,8 +36,9 @@ _SQLITE_INDEXES = (
     " ON store (json_extract(value, '$.content'))",
 )
 _POSTGRES_INDEXES = (
-    "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_subject_idx"
-    " ON store ((value->'subject'))",
+    "DROP INDEX CONCURRENTLY IF EXISTS memory_agent_subject_idx",  # an earlier b-tree
+    "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_subject_hash_idx"
+    " ON store USING hash ((value->'subject'))",
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_content_idx"
     " ON store USING hash ((value->'content'))",
 )
@@ -338,7 +339,9 @@ class PostgresWriterLocks:
             for attempt in (1, 2):
                 try:
                     if self._conn is None or self._conn.closed:
-                        self._conn = psycopg.connect(self.conninfo, autocommit=True)
+                        self._conn = psycopg.connect(
+                            self.conninfo, autocommit=True, connect_timeout=5
+                        )
                     row = self._conn.execute(sql, (key,)).fetchone()
                     return bool(row[0])
                 except psycopg.OperationalError:

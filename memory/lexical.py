@@ -391,7 +391,8 @@ class OrderedRecords:
         old = self._by_id.pop(record_id, None)
         if old is not None:
             i = bisect.bisect_left(self._order, (old[0], record_id))
-            del self._order[i]
+            if i < len(self._order) and self._order[i] == (old[0], record_id):
+                del self._order[i]
 
     def between(self, lo: float = -math.inf, hi: float = math.inf) -> Iterator[Any]:
         """Yield the records with ``lo <= key <= hi``, in key order.

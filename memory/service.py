@@ -219,9 +219,12 @@ class MemoryService:
 
     def _user_lock(self, user_id: str) -> threading.RLock:
         # Process-wide, per store: graph nodes build a service per call, so per-instance
-        # locks would never meet.
+        # locks would never meet. Stores on one Postgres database share one lock: they share
+        # one advisory-lock session too, whose locks do not exclude each other.
+        shared = writer_locks(self.store)
+        key: tuple[Any, str] = (shared.conninfo if shared else id(self.store), user_id)
         with _LOCKS_GUARD:
-            return _LOCKS.setdefault((id(self.store), user_id), threading.RLock())
+            return _LOCKS.setdefault(key, threading.RLock())
 
     def _may_read(self, rec: MemoryRecord) -> bool:
         """Return True if this service's agent may read a memory (see `memory.access`)."""
@@ -332,10 +335,11 @@ class MemoryService:
                 dense = [(h.id, h.similarity) for h in hits]
                 missing = [(h.kind, h.id) for h in hits if h.id not in records]
                 if missing:  # written elsewhere and not (yet) in the change log we read
-                    found = self._get_many(user_id, missing).values()
-                    usable = {r.id: r for r in found if r.is_recallable(now)}
-                    records.update(usable)
-                    self.lexical.upsert(user_id, usable.values())
+                    with self._user_lock(user_id):
+                        found = self._get_many(user_id, missing).values()
+                        usable = {r.id: r for r in found if r.is_recallable(now)}
+                        records.update(usable)
+                        self.lexical.upsert(user_id, usable.values())
             except IndexUnavailable as exc:
                 log.warning("index unavailable, recalling by words only: %s", exc)
         # Only candidates and core memories are looked at: the cost of a query must not
@@ -355,7 +359,8 @@ class MemoryService:
         fresh = self._get_many(user_id, wanted)
         gone = [i for _, i in wanted if i not in fresh or not fresh[i].is_recallable(now)]
         if gone:
-            self.lexical.remove(user_id, gone)
+            with self._user_lock(user_id):
+                self.lexical.remove(user_id, gone)
         out = self._finish(
             user_id,
             [Recalled(fresh[i], s) for i, s in ranked if i in fresh and i not in gone],
@@ -380,6 +385,18 @@ class MemoryService:
         snap = self.lexical.peek(user_id)
         if snap is not None and snap.version == head:
             return snap
+        # Under the user's lock, as writes apply themselves to the snapshot: a write landing
+        # between our read of the log and our install would otherwise be marked as applied
+        # to a snapshot that never saw it.
+        with self._user_lock(user_id):
+            return self._catch_up(user_id, now)
+
+    def _catch_up(self, user_id: str, now: datetime) -> UserIndex:
+        base, entries = self._change_log(user_id)
+        head = entries[-1]["v"] if entries else base
+        snap = self.lexical.peek(user_id)
+        if snap is not None and snap.version == head:
+            return snap
         versions = [base] + [e["v"] for e in entries]
         if snap is not None and snap.version in versions:
             later = entries[versions.index(snap.version) :]
@@ -398,9 +415,17 @@ class MemoryService:
             if len(snap.records) >= FREEZE_AT:
                 # Out of the cyclic collector's sight: with 100k memories loaded, each later
                 # full collection took 1-4 s in the middle of some turn. Frozen objects are
-                # still freed when nothing refers to them (the records hold no cycles).
+                # still freed when nothing refers to them (the records hold no cycles); the
+                # collection first frees any cycles that would otherwise be frozen for good.
+                gc.collect()
                 gc.freeze()
         return snap
+
+    def _reset_change_log(self, user_id: str) -> None:
+        """Give a user's change log a fresh version and no entries: every snapshot rebuilds."""
+        value = {"base": uuid.uuid4().hex[:16], "entries": []}
+        self.store.put((CHANGES_ROOT, user_id), "log", value)
+        self.lexical.drop(user_id)
 
     def _change_log(self, user_id: str) -> tuple[str, builtins.list[dict[str, Any]]]:
         """Return a user's change log: the version before its first entry, and the entries."""
@@ -703,12 +728,16 @@ class MemoryService:
         report = ConsolidationReport()
         for uid in [check_user_id(user_id)] if user_id else self.users(with_repairs=True):
             self._consolidate_user(uid, dry_run, now, report)
+            # Outside the user's lock: re-embedding many memories must not hold up saves.
+            if self.index is not None:
+                self._repair_index(uid, now, dry_run, report)
         return report
 
     @_per_user
     def _consolidate_user(
         self, uid: str, dry_run: bool, now: datetime, report: ConsolidationReport
     ) -> None:
+        """Merge, resolve, archive and sweep one user's memories."""
         # Under the user's lock: a save landing mid-way would otherwise be undone.
         report.users += 1
         records = self._scan(uid, include_inactive=True)
@@ -727,20 +756,21 @@ class MemoryService:
         if not dry_run:
             unique = {c.record.id: c for c in changes}
             self._write(uid, list(unique.values()), index=False)
-        if self.index is not None:
-            self._repair_index(uid, records, now, dry_run, report)
 
     def _repair_index(
-        self,
-        user_id: str,
-        records: builtins.list[MemoryRecord],
-        now: datetime,
-        dry_run: bool,
-        report: ConsolidationReport,
+        self, user_id: str, now: datetime, dry_run: bool, report: ConsolidationReport
     ) -> None:
+        """Re-embed missing or stale vectors and remove orphans, while saves go on.
+
+        Read in this order, a save landing meanwhile is never undone: its repair marker
+        (if any) is not among those settled here unless its record is in the scan, and its
+        vector is not among those judged orphans unless its record is gone.
+        """
         assert self.index is not None
-        live = {r.id: r for r in records if r.is_recallable(now)}
+        markers = self._all((REPAIR_ROOT, user_id))
         have = self.index.fingerprints(user_id)
+        records = self._scan(user_id, include_inactive=True)
+        live = {r.id: r for r in records if r.is_recallable(now)}
         stale = [r for i, r in live.items() if have.get(i) != fingerprint(r)]
         orphans = [i for i in have if i not in live]
         report.reindexed += len(stale)
@@ -750,7 +780,7 @@ class MemoryService:
         if not dry_run:
             self.index.upsert(stale)
             self.index.delete(user_id, orphans)
-            for item in self._all((REPAIR_ROOT, user_id)):
+            for item in markers:
                 self.store.delete(item.namespace, item.key)
 
     @_per_user
@@ -826,16 +856,18 @@ class MemoryService:
                 raise AccessDenied(f"record {n}: {exc}") from exc
             records.append(rec)
         records = [r for r in map(self._clean_import, records) if r is not None]
+        now = utcnow()
         for start in range(0, len(records), PAGE):
             chunk = records[start : start + PAGE]
-            self.store.batch([PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in chunk])
-        now = utcnow()
+            # Each slice carries its change-log entry in its own batch: a crash between
+            # slices leaves no record that other processes would never hear of.
+            put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in chunk])
+            ops = [PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in chunk]
+            self.store.batch([*ops, put])
+            self.lexical.upsert(user_id, [r for r in chunk if r.is_recallable(now)])
+            self.lexical.remove(user_id, [r.id for r in chunk if not r.is_recallable(now)])
+            self.lexical.advance(user_id, old, new)
         active = [r for r in records if r.is_recallable(now)]
-        put, old, new = self._log_change(user_id, [(r.kind, r.id) for r in records])
-        self.store.batch([put])
-        self.lexical.upsert(user_id, active)
-        self.lexical.remove(user_id, [r.id for r in records if not r.is_recallable(now)])
-        self.lexical.advance(user_id, old, new)
         self._index_call(user_id, "upsert", lambda: self._index_upsert(active))
         return len(records)
 
@@ -872,15 +904,14 @@ class MemoryService:
         # `consolidate` find, even once no memory of the user is left to point at it.
         marker = stable_id("drop_user", user_id)
         self.store.put((REPAIR_ROOT, user_id), marker, {"op": "drop_user"})
+        # The change log is reset before and after the deletes: every process's snapshot
+        # of the user is rebuilt, and one rebuilt mid-way is rebuilt again (empty). A crash
+        # in between is finished by `reindex`, which resets it too. No ids are kept.
+        self._reset_change_log(user_id)
         records = self._scan(user_id, include_inactive=True)
         for rec in records:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
-        # A fresh version with no entries: every process's snapshot of the user is rebuilt
-        # (empty). The log keeps no ids of the deleted memories.
-        self.store.put(
-            (CHANGES_ROOT, user_id), "log", {"base": uuid.uuid4().hex[:16], "entries": []}
-        )
-        self.lexical.drop(user_id)
+        self._reset_change_log(user_id)
         dropped = True
         if self.index is not None:
             index = self.index
@@ -919,7 +950,7 @@ class MemoryService:
         out = {}
         for uid in users:
             self.index.drop_user(uid)
-            self.lexical.drop(uid)
+            self._reset_change_log(uid)
             active = self._scan(uid)
             self.index.upsert(active)
             for item in self._all((REPAIR_ROOT, uid)):

@@ -21,6 +21,7 @@ from agent.cli import main as cli_main
 from agent.runner import open_session
 from agent.settings import Settings
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends, open_backends
+from memory.records import MemoryRecord
 from memory.service import MemoryNotFound, MemoryService
 
 pytestmark = pytest.mark.integration
@@ -331,10 +332,26 @@ def test_setup_indexes_the_lookups_a_save_makes(pg_url: str, tmp_path: Path) -> 
         pass
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("SET enable_seqscan = off")
-        for field, index in (("subject", "memory_agent_subject_idx"),
+        for field, index in (("subject", "memory_agent_subject_hash_idx"),
                              ("content", "memory_agent_content_idx")):  # fmt: skip
             rows = conn.execute(
                 "EXPLAIN SELECT key FROM store WHERE prefix LIKE 'memories.u.fact%%'"
                 f" AND value->'{field}' = '\"x\"'::jsonb"
             ).fetchall()
             assert index in " ".join(str(r[0]) for r in rows)
+
+
+def test_long_subjects_and_statements_are_stored(pg_url: str, new_user, tmp_path: Path) -> None:
+    # The store indexes must not cap what a row may hold (a b-tree entry tops out at ~2.7 kB),
+    # for memories or for anything else another app keeps in the same store table.
+    user = new_user("long")
+    subject, content = "note." + "x" * 4000, "User said " + "y" * 6000
+    with open_backends(BackendConfig(database_url=pg_url, home=str(tmp_path)), setup=True) as b:
+        svc = MemoryService(b.store, None)
+        row = MemoryRecord(id="long", user_id=user, kind="fact", subject=subject, content=content)
+        assert svc.import_records(user, [row.to_store()]) == 1  # import takes any subject
+        svc.add(user, content, subject="note.long")  # a save looks up the long statement
+        assert sorted(len(r.subject) for r in svc.list(user)) == [9, len(subject)]
+        b.store.put(("other-app", user), "k", {"subject": "z" * 5000, "content": "c" * 5000})
+        assert b.store.get(("other-app", user), "k") is not None
+        b.store.delete(("other-app", user), "k")

@@ -1,6 +1,7 @@
 from datetime import UTC, datetime
 
 import pytest
+from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
@@ -213,6 +214,14 @@ def test_writes_of_another_process_are_caught_up_without_a_rescan() -> None:
     assert not any("Acme" in r.content for r in snap.records.values())  # superseded there
     assert scans == []  # two catch-ups, each reading only the records that changed
 
+    # A hard delete leaves no id of what was deleted in the log; readers rebuild.
+    gone = moved[0].record.id
+    assert gone in str(store.get(("memory_changes", "rui"), "log").value)
+    there.forget("rui", gone, hard=True)
+    assert gone not in str(store.get(("memory_changes", "rui"), "log").value)
+    assert here.search("rui", "Globex") == [] and scans == ["rui"]
+    assert gone not in here.lexical.peek("rui").records
+
     # Further behind than the log reaches: rebuilt from one scan, nothing missed.
     rows = [
         MemoryRecord(id=f"n{i}", user_id="rui", kind="fact", subject=f"note.{i}",
@@ -220,15 +229,7 @@ def test_writes_of_another_process_are_caught_up_without_a_rescan() -> None:
         for i in range(CHANGE_LOG_KEYS + 5)
     ]  # fmt: skip
     there.import_records("rui", rows)
-    assert len(here.search("rui", "sailing", k=3)) == 3 and scans == ["rui"]
-
-    # A hard delete leaves no id of what was deleted in the log; readers rebuild.
-    gone = moved[0].record.id
-    assert gone in str(store.get(("memory_changes", "rui"), "log").value)
-    there.forget("rui", gone, hard=True)
-    assert gone not in str(store.get(("memory_changes", "rui"), "log").value)
-    assert here.search("rui", "Globex") == [] and scans == ["rui", "rui"]
-    assert gone not in here.lexical.peek("rui").records
+    assert len(here.search("rui", "sailing", k=3)) == 3 and scans == ["rui", "rui"]
 
 
 def test_a_user_deleted_elsewhere_is_gone_from_this_process() -> None:
@@ -263,3 +264,75 @@ def test_saving_finds_related_records_through_indexes_not_a_table_scan(tmp_path)
             plan = " ".join(str(row) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
             assert "memory_agent_subject_idx" in plan or "memory_agent_content_idx" in plan, plan
         assert [r.content for r in svc.list("tess")] == ["User lives in Bergen."]
+
+
+def test_a_save_during_a_first_search_is_never_lost_from_the_snapshot() -> None:
+    # Forces the order that once lost a record: the reader has scanned the store, the
+    # writer saves and applies its write, then the reader installs its older snapshot.
+    import threading
+
+    from memory.service import _pin
+
+    scanned, applied, installed = threading.Event(), threading.Event(), threading.Event()
+
+    class Paused(LexicalIndexes):
+        def build(self, user_id, records, version=""):
+            records = list(records)
+            if threading.current_thread().name == "reader":
+                scanned.set()
+                applied.wait(1.0)  # with the user lock held, the writer cannot get here
+            entry = super().build(user_id, records, version)
+            installed.set()
+            return entry
+
+        def remove(self, user_id, ids):  # the writer's last step before marking it applied
+            super().remove(user_id, ids)
+            if threading.current_thread().name == "writer":
+                applied.set()
+                installed.wait(1.0)
+
+    store = InMemoryStore()
+    svc = MemoryService(store, None)
+    svc.lexical = Paused(pin=_pin)
+    svc.add("uma", "User lives in Lisbon.", subject="profile.home")
+
+    def write() -> None:
+        scanned.wait(5)
+        svc.add("uma", "User's sister Ana plays the cello.", subject="family.sister")
+
+    reader = threading.Thread(target=lambda: svc.search("uma", "anything"), name="reader")
+    writer = threading.Thread(target=write, name="writer")
+    reader.start()
+    writer.start()
+    reader.join()
+    writer.join()
+    hits = [r.record.content for r in svc.search("uma", "sister cello") if r.why == "relevant"]
+    assert hits == ["User's sister Ana plays the cello."]
+
+
+def test_an_import_cut_short_is_still_seen_by_other_processes() -> None:
+    class FailingStore(InMemoryStore):
+        puts_left: int | None = None
+
+        def batch(self, ops):  # type: ignore[override]
+            if self.puts_left is not None and any(isinstance(o, PutOp) for o in ops):
+                if self.puts_left == 0:
+                    raise ConnectionError("database went away")
+                self.puts_left -= 1
+            return super().batch(ops)
+
+    store = FailingStore()
+    here, there = _second_process(store), MemoryService(store, None)
+    here.add("vic", "User works at Acme.", subject="work.employer")
+    assert len(here.search("vic", "Acme")) == 1  # a snapshot is loaded here
+    rows = [
+        MemoryRecord(id=f"p{i}", user_id="vic", kind="fact", subject=f"pottery.{i}",
+                     content=f"pottery class number {i}").to_store()
+        for i in range(700)
+    ]  # fmt: skip
+    store.puts_left = 1  # the first slice of 500 is written, the second fails
+    with pytest.raises(ConnectionError):
+        there.import_records("vic", rows)
+    store.puts_left = None
+    found = here.search("vic", "pottery class number 7", k=3)
+    assert [r.record.id for r in found][:1] == ["p7"]
