@@ -186,6 +186,16 @@ def fill_store(store: Any, corpus: Corpus) -> dict[str, Any]:
 # --- writes ---------------------------------------------------------------------------------------
 
 
+def rate(memories: int, seconds: float, how: str) -> dict[str, Any]:
+    """One write-throughput figure as the JSON reports it."""
+    return {
+        "memories": memories,
+        "seconds": round(seconds, 2),
+        "memories_per_s": round(memories / seconds, 1),
+        "how": how,
+    }
+
+
 def write_throughput(svc: MemoryService, n: int, tag: str) -> dict[str, Any]:
     """memories/s of the three write paths, with the real (uncached) embedder."""
     mems = C.synthetic_memories(n * 5 + 1000, seed=zlib.crc32(tag.encode()) % 10_000 + 101)
@@ -195,25 +205,23 @@ def write_throughput(svc: MemoryService, n: int, tag: str) -> dict[str, Any]:
     rows = C.memory_rows(user, mems[:1000])
     with C.stopwatch() as sw:
         svc.import_records(user, rows)
-    out["import_records"] = {
-        "memories": len(rows),
-        "seconds": round(sw["s"], 2),
-        "memories_per_s": round(len(rows) / sw["s"], 1),
-        "how": "one import_records call (1,000 records: store writes, then the index upsert "
+    out["import_records"] = rate(
+        len(rows),
+        sw["s"],
+        "one import_records call (1,000 records: store writes, then the index upsert "
         "with one batched embedding of all texts)",
-    }
+    )
 
     user = f"w-add-{tag}"
     batch = mems[1000 : 1000 + n]
     with C.stopwatch() as sw:
         for kind, subject, content in batch:
             svc.add(user, content, kind=kind, subject=subject)  # type: ignore[arg-type]
-    out["add_loop"] = {
-        "memories": len(batch),
-        "seconds": round(sw["s"], 2),
-        "memories_per_s": round(len(batch) / sw["s"], 1),
-        "how": "MemoryService.add in a loop (reconcile, store put, embed one text, index upsert)",
-    }
+    out["add_loop"] = rate(
+        len(batch),
+        sw["s"],
+        "MemoryService.add in a loop (reconcile, store put, embed one text, index upsert)",
+    )
 
     user = f"w-save-{tag}"
     batch = mems[1000 + n : 1000 + 2 * n]
@@ -225,13 +233,12 @@ def write_throughput(svc: MemoryService, n: int, tag: str) -> dict[str, Any]:
     )
     with C.stopwatch() as sw:
         svc.save(user, extraction, Source(via="api"))
-    out["save_bulk"] = {
-        "memories": len(batch),
-        "seconds": round(sw["s"], 2),
-        "memories_per_s": round(len(batch) / sw["s"], 1),
-        "how": "one MemoryService.save with all candidates in one Extraction "
+    out["save_bulk"] = rate(
+        len(batch),
+        sw["s"],
+        "one MemoryService.save with all candidates in one Extraction "
         "(each candidate still reconciled, written and embedded one by one)",
-    }
+    )
     return out
 
 

@@ -86,6 +86,33 @@ def _pin(record: MemoryRecord) -> tuple[str, float] | None:
     return None
 
 
+@dataclass
+class _ChangeLog:
+    """A user's change log: the version before its first entry, and the entries.
+
+    Each entry is ``{"v": version, "keys": ["kind/id", ...]}``, or ``"keys": None`` when
+    readers must rebuild from a scan.
+    """
+
+    base: str
+    entries: builtins.list[dict[str, Any]]
+
+    @property
+    def head(self) -> str:
+        """The version after the last entry."""
+        return str(self.entries[-1]["v"]) if self.entries else self.base
+
+    def since(self, version: str) -> set[tuple[str, str]] | None:
+        """Return the `(kind, id)` written after `version`; None if the log cannot tell."""
+        versions = [self.base] + [e["v"] for e in self.entries]
+        if version not in versions:
+            return None
+        later = self.entries[versions.index(version) :]
+        if any(e["keys"] is None for e in later):
+            return None
+        return {(k, i) for e in later for k, i in (key.split("/", 1) for key in e["keys"])}
+
+
 class MemoryNotFound(KeyError):
     """No memory with that id exists for that user."""
 
@@ -380,10 +407,8 @@ class MemoryService:
         second server worker, the CLI) wrote since, re-reads just those records; one that
         is too far behind for the log, or was never built, is built from a full scan.
         """
-        base, entries = self._change_log(user_id)
-        head = entries[-1]["v"] if entries else base
         snap = self.lexical.peek(user_id)
-        if snap is not None and snap.version == head:
+        if snap is not None and snap.version == self._change_log(user_id).head:
             return snap
         # Under the user's lock, as writes apply themselves to the snapshot: a write landing
         # between our read of the log and our install would otherwise be marked as applied
@@ -392,26 +417,22 @@ class MemoryService:
             return self._catch_up(user_id, now)
 
     def _catch_up(self, user_id: str, now: datetime) -> UserIndex:
-        base, entries = self._change_log(user_id)
-        head = entries[-1]["v"] if entries else base
+        log = self._change_log(user_id)
         snap = self.lexical.peek(user_id)
-        if snap is not None and snap.version == head:
+        if snap is not None and snap.version == log.head:
             return snap
-        versions = [base] + [e["v"] for e in entries]
-        if snap is not None and snap.version in versions:
-            later = entries[versions.index(snap.version) :]
-            if all(e["keys"] is not None for e in later):
-                keys = {tuple(k.split("/", 1)) for e in later for k in e["keys"]}
-                found = self._get_many(user_id, keys)  # type: ignore[arg-type]
-                live = [r for r in found.values() if r.is_recallable(now)]
-                self.lexical.upsert(user_id, live)
-                self.lexical.remove(user_id, {k[-1] for k in keys} - {r.id for r in live})
-                self.lexical.advance(user_id, snap.version, head)
-                return snap
+        keys = log.since(snap.version) if snap is not None else None
+        if snap is not None and keys is not None:
+            found = self._get_many(user_id, keys)
+            live = [r for r in found.values() if r.is_recallable(now)]
+            self.lexical.upsert(user_id, live)
+            self.lexical.remove(user_id, {i for _, i in keys} - {r.id for r in live})
+            self.lexical.advance(user_id, snap.version, log.head)
+            return snap
         # Read the log before the scan: a write landing in between is then applied again
         # by the next catch-up, which is harmless, instead of being missed.
         with _collector_paused():
-            snap = self.lexical.build(user_id, self._scan(user_id), head)
+            snap = self.lexical.build(user_id, self._scan(user_id), log.head)
             if len(snap.records) >= FREEZE_AT:
                 # Out of the cyclic collector's sight: with 100k memories loaded, each later
                 # full collection took 1-4 s in the middle of some turn. Frozen objects are
@@ -427,11 +448,11 @@ class MemoryService:
         self.store.put((CHANGES_ROOT, user_id), "log", value)
         self.lexical.drop(user_id)
 
-    def _change_log(self, user_id: str) -> tuple[str, builtins.list[dict[str, Any]]]:
-        """Return a user's change log: the version before its first entry, and the entries."""
+    def _change_log(self, user_id: str) -> _ChangeLog:
+        """Return a user's change log as the store holds it (empty if there is none)."""
         item = self.store.get((CHANGES_ROOT, user_id), "log")
         value = item.value if item is not None else {}
-        return str(value.get("base", "")), builtins.list(value.get("entries", []))
+        return _ChangeLog(str(value.get("base", "")), builtins.list(value.get("entries", [])))
 
     def _log_change(
         self, user_id: str, keys: builtins.list[tuple[str, str]] | None, *, erase: bool = False
@@ -445,8 +466,8 @@ class MemoryService:
             erase: The records were deleted for good: their ids (hashes of what was said)
                 are taken out of the log too, and readers rebuild from a scan.
         """
-        base, entries = self._change_log(user_id)
-        old = entries[-1]["v"] if entries else base
+        log = self._change_log(user_id)
+        base, entries, old = log.base, log.entries, log.head
         new = uuid.uuid4().hex[:16]
         if erase and keys:
             gone = {f"{k}/{i}" for k, i in keys}
@@ -458,11 +479,8 @@ class MemoryService:
         entries.append(
             {"v": new, "keys": None if logged is None else [f"{k}/{i}" for k, i in logged]}
         )
-        kept = 0
-        while len(entries) > 1:  # keep the newest entries, up to CHANGE_LOG_KEYS ids
-            kept = sum(len(e["keys"] or ()) + 1 for e in entries)
-            if kept <= CHANGE_LOG_KEYS:
-                break
+        # Keep the newest entries, up to CHANGE_LOG_KEYS ids.
+        while len(entries) > 1 and sum(len(e["keys"] or ()) + 1 for e in entries) > CHANGE_LOG_KEYS:
             base = entries.pop(0)["v"]
         value = {"base": base, "entries": entries}
         return PutOp((CHANGES_ROOT, user_id), "log", value), old, new
