@@ -43,13 +43,16 @@ from memory.extraction import (
     is_question,
 )
 from memory.index import ChromaIndex
-from memory.lifecycle import Policy
+from memory.lifecycle import Change, Policy, describe_forget, is_raw_turn
+from memory.phrases import Phrase, key_phrase, states
 from memory.privacy import describe as describe_withheld
+from memory.privacy import find_sensitive, redact
 from memory.records import Source, utcnow
 from memory.service import MemoryService
 from memory.summary import ThreadSummary
 from memory.summary import merge as merge_summary
 from memory.summary import render as render_summary
+from memory.summary import screen as screen_summary
 
 log = logging.getLogger(__name__)
 ANSWER_RESERVE_TOKENS = 1024
@@ -61,6 +64,9 @@ for _name in ("system", "extract", "summary"):  # read templates now, not from i
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
 QUERY_CONTEXT_MESSAGES = 2
+LATEST_STATEMENTS = 3
+"""How many earlier user messages "forget that" may reach back to."""
+FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
 
 
 class InvalidMessage(ValueError):
@@ -176,7 +182,12 @@ class MemoryNodes:
         ctx = runtime.context
         k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.recall_k
         now = _turn_time(state)
-        recalled = await (await self._service(runtime)).asearch(user, query, k, now=now)
+        service = await self._service(runtime)
+        thread_id = _thread_id()
+        if thread_id:
+            # Before anything of the thread reaches the prompt: it may be another user's.
+            await service.aremember_thread(user, thread_id)
+        recalled = await service.asearch(user, query, k, now=now)
         return {
             "memory_block": format_block([r.record for r in recalled]),
             "recalled": [
@@ -242,7 +253,7 @@ class MemoryNodes:
                 result = "unknown tool"
                 if call["name"] == "UpdateWorkingMemory":
                     try:
-                        working = apply_working_memory(working, call.get("args") or {})
+                        working = _redacted(apply_working_memory(working, call.get("args") or {}))
                         result = "working memory updated" if working else "task finished"
                     except ValueError as exc:
                         result = f"invalid arguments: {exc}"
@@ -283,6 +294,13 @@ class MemoryNodes:
             )
             parsed = out.get("parsed") if isinstance(out, dict) else out
             summary = merge_summary(previous, ThreadSummary.model_validate(parsed))
+            # A copy like any other: no sensitive values, nothing the user asked to forget.
+            service = await self._service(runtime)
+            user = user_of(runtime.context)
+            summary = screen_summary(summary, lambda items: [redact(i) for i in items])
+            summary = await asyncio.to_thread(
+                screen_summary, summary, lambda items: service.unforgotten(user, items)
+            )
         except Exception as exc:  # the raw history stays; the next turn tries again
             log.warning("summarizing failed, the raw history is kept: %s", exc)
             return {}
@@ -298,7 +316,7 @@ class MemoryNodes:
         self, runtime: Runtime[Context], summary: ThreadSummary, count: int, lang: str
     ) -> None:
         """Keep the summary as an `episode` memory, so other threads can recall it."""
-        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+        thread_id = _thread_id()
         if not thread_id:
             return
         try:
@@ -358,7 +376,7 @@ class MemoryNodes:
         """Reconcile the candidates with what is remembered and write store, then index."""
         user = user_of(runtime.context)
         extraction = coerce_extraction(state.get("extraction") or {})
-        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "") or None
+        thread_id = _thread_id() or None
         messages = state.get("messages", [])
         humans = _humans(messages)
         pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
@@ -377,7 +395,9 @@ class MemoryNodes:
                 m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"
             ]
             context = _text(earlier[-1]) if earlier else ""
-            changes = await service.asave(user, extraction, source, context=context)
+            before = [m for m in humans if m.id and m.id not in {p.id for p in pending[-1:]}]
+            latest = [m.id for m in reversed(before) if m.id][:LATEST_STATEMENTS]
+            changes = await service.asave(user, extraction, source, context=context, latest=latest)
         if self.deps.policy.archive_turns and pending:
             await service.aarchive_turns(user, _turns_to_archive(pending), source)
         recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
@@ -404,7 +424,80 @@ class MemoryNodes:
             zh = bool(humans) and has_cjk(_text(humans[-1]))
             note = AIMessage(describe_refused(refused, zh), name="memory")
             update["messages"] = [*update.get("messages", []), note]
+        cleaned = self._clean_thread(state, changes, pending)
+        update["messages"] = [*cleaned.pop("messages", []), *update.get("messages", [])]
+        update.update(cleaned)
+        if any(c.action in ("forgotten", "unmatched") for c in changes):
+            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            remembered = []
+            if any(c.action == "unmatched" for c in changes):
+                remembered = [r.content for r in (await service.alist(user))[:5]]
+            note = AIMessage(describe_forget(changes, remembered, zh), name="memory")
+            update["messages"] = [*update["messages"], note]
+        if not update["messages"]:
+            del update["messages"]
         return update
+
+    def _clean_thread(
+        self, state: State, changes: list[Change], pending: list[HumanMessage]
+    ) -> dict[str, Any]:
+        """Carry forgets and the sensitive-data screen over to this thread's own copies.
+
+        The thread's messages, rolling summary and working memory hold what the user said
+        too: messages that stated something now forgotten are replaced by a marker, and
+        sensitive values in this turn's messages are redacted (both keep their ids, so
+        the checkpointer overwrites them). Other threads' messages are not touched.
+        """
+        messages = state.get("messages", [])
+        forgotten = [c.record for c in changes if c.action == "forgotten"]
+        said_in = {mid for r in forgotten for mid in r.source.message_ids}
+        phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)]
+        phrases = [p for p in phrases if p]
+        out: dict[str, Any] = {"messages": []}
+        zh = bool(pending) and has_cjk(_text(pending[-1]))
+        start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)
+        for i, m in enumerate(messages):
+            if not isinstance(m, HumanMessage | AIMessage) or not m.id:
+                continue
+            if isinstance(m, AIMessage) and m.tool_calls:
+                continue
+            text = _text(m)
+            if m.id in said_in or any(states(text, p) for p in phrases):
+                out["messages"].append(m.model_copy(update={"content": FORGOTTEN_TEXT[zh]}))
+            elif i >= start and self.deps.policy.redact_thread and find_sensitive(text):
+                out["messages"].append(m.model_copy(update={"content": redact(text)}))
+        if phrases and state.get("summary"):
+            summary = ThreadSummary.model_validate(state["summary"])
+            out["summary"] = screen_summary(summary, lambda items: _unsaid(items, phrases))
+            out["summary"] = out["summary"].model_dump()
+        working = state.get("working")
+        if phrases and working:
+            out["working"] = {
+                k: (_unsaid(v, phrases) if isinstance(v, list) else v)
+                for k, v in working.items()
+                if isinstance(v, list) or not (isinstance(v, str) and _unsaid([v], phrases) == [])
+            }
+        return out
+
+
+def _thread_id() -> str:
+    return str(get_config().get("configurable", {}).get("thread_id") or "")
+
+
+def _unsaid(items: list[str], phrases: list[Phrase]) -> list[str]:
+    """Return the items that state none of the phrases."""
+    return [i for i in items if not any(states(str(i), p) for p in phrases)]
+
+
+def _redacted(working: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return working memory with sensitive values redacted (it is a copy, like any other)."""
+    if working is None:
+        return None
+    return {
+        k: [redact(str(i)) for i in v] if isinstance(v, list) else redact(v)
+        if isinstance(v, str) else v
+        for k, v in working.items()
+    }  # fmt: skip
 
 
 def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:

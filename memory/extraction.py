@@ -436,14 +436,102 @@ def _negation(clause: str) -> CandidateMemory | None:
     return None
 
 
-_FORGET = [
+_LEAD = (
+    r"^(?:(?:please|pls|can you|could you|would you|will you|hey|ok|okay|so|and|also|just"
+    r"|actually|oh|now|then)[ ,]+)*"
+)
+_FORGET_EN: list[re.Pattern[str]] = [
     re.compile(
-        r"^(?:please |can you |could you )?forget (?:that |about |what i said about )?(.+)", re.I
+        _LEAD + r"forget(?: about| that| it all| everything(?: you know)? about| all about"
+        r"| what i (?:said|told you) about| the fact that)?(?:\s+(?P<q>.*))?$",
+        re.I,
     ),
-    re.compile(r"^(?:请|麻烦)?(?:你)?(?:忘掉|忘记|忘了|删掉|删除)(?:我的|关于)?(.+)"),
-    re.compile(r"^(?:请)?别再提(.*?)了?$"),
-    re.compile(r"^(?:please )?(?:stop mentioning|don't mention|do not mention) (.+)", re.I),
+    re.compile(
+        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never) (?:need to )?"
+        r"|stop |i (?:don't|do not) want you to )"
+        r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know)"
+        r"(?: that| this| it| about)*(?:\s+(?P<q>.*?))?(?: (?:anymore|any more|please))?$",
+        re.I,
+    ),
+    re.compile(
+        _LEAD + r"(?:delete|remove|erase|drop|wipe|clear|purge|scrub)(?: out)? "
+        r"(?:(?:everything|all|anything|whatever|what)(?: (?:that )?you (?:know|have|remember|"
+        r"stored|saved|keep))?(?: about| on| of)? |the (?:fact|memory|note|part) (?:that |about )?"
+        r"|any (?:memory|memories|notes?) (?:of|about) )?"
+        r"(?P<q>.*?)(?: from (?:your |the )?(?:memory|memories|notes|records|mind))?$",
+        re.I,
+    ),
+    re.compile(
+        _LEAD + r"(?:stop mentioning|don't mention|do not mention|never mention|don't bring up"
+        r"|do not bring up|stop bringing up|no more talk about|drop the subject of) "
+        r"(?P<q>.*?)(?: again| anymore| any more| ever again)?$",
+        re.I,
+    ),
 ]
+# Whole sentences that take back the latest statement.
+_RETRACT_EN = re.compile(
+    _LEAD + r"(?:scratch that|strike that|undo that|disregard (?:that|what i (?:just )?said)"
+    r"|ignore what i (?:just )?said|never ?mind what i (?:just )?said"
+    r"|that's private,? (?:don't|do not) (?:remember|keep|store) it)$",
+    re.I,
+)
+_ZH_LEAD = (
+    r"^(?:(?:请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有)[，, ]*)*"
+)
+_FORGET_ZH: list[re.Pattern[str]] = [
+    re.compile(
+        _ZH_LEAD + r"(?:忘掉|忘记|删掉|删除|删了|去掉|清除|清掉|抹掉|抹去|移除)(?:掉)?"
+        r"(?:你记得的|你记住的|你知道的)?(?:关于|有关)?(?:我的)?(?P<q>.*)$"
+    ),
+    re.compile(_ZH_LEAD + r"忘了(?P<q>(?:我|关于|有关|这|那|刚|它|吧|$).*)$"),
+    re.compile(
+        _ZH_LEAD + r"把(?P<q>.+?)(?:给|都|全)?(?:删掉|删了|删除|去掉|忘掉|忘了|忘记|清除|清掉|抹掉)"
+        r"(?:吧|了|掉|啊|呀)*$"
+    ),
+    re.compile(
+        _ZH_LEAD + r"(?:不要|别|不用|不必|无需|用不着|千万别)(?:再)?"
+        r"(?:记住|记着|记下|记录|记|保存|存下|存)(?:下来|住)?(?P<q>.*)$"
+    ),
+    re.compile(
+        r"^(?P<q>.+?)(?:就)?(?:不用|不要|别|不必|无需)(?:再)?(?:记住|记着|记下|记录|记)(?:了|啦|吧)*$"
+    ),
+    re.compile(
+        _ZH_LEAD
+        + r"(?:不要|别|不许|不准|不用)(?:再)?(?:提|提起|说起|提到|讲)(?P<q>.*?)(?:了|啦|吧)*$"
+    ),
+]
+_RETRACT_ZH = re.compile(
+    _ZH_LEAD + r"(?:就)?(?:当我没说(?:过)?|撤回(?:刚才|刚刚|上一句)?(?:的话|那句)?"
+    r"|收回(?:刚才|刚刚)?(?:的话|那句))"
+    r"(?:吧|了|啊)*$"
+)
+
+
+def forget_requests(sentence: str) -> list[ForgetRequest]:
+    """Return the forget request a sentence makes ("forget …", "don't remember …", "把…删掉").
+
+    Checked before anything else: "请忘记我住在哪里" asks to forget, even though it has a
+    question word in it. An empty query means "what I just said".
+    """
+    s = sentence.strip().rstrip("。.!！?？~～")
+    if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
+        return [ForgetRequest(query="")]
+    for pat in _FORGET_ZH if has_cjk(s) else _FORGET_EN:
+        m = pat.match(s)
+        if m is None:
+            continue
+        # "Delete the file" is a task, not a memory: deleting needs a word about memory.
+        if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
+            continue
+        return [ForgetRequest(query=_clean(m.group("q") or ""))]
+    return []
+
+
+_ABOUT_MEMORY = re.compile(
+    r"(?i)\b(?:my|mine|about|you know|you have|you remember|memory|memories|notes|records"
+    r"|that|this|it|everything)\b"
+)
+
 
 _PLAN = re.compile(
     r"^(?:i|we)\b|^(?:i'm|i am|we're|we are|my|our)\b|^(?:我|我们|咱们)|(?:我|我们|咱们)", re.I
@@ -457,7 +545,8 @@ def has_cjk(text: str) -> bool:
 
 
 def _sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?。！？；;\n])\s*", text)
+    # A full stop inside a word ("bob@example.com", "3.11") does not end a sentence.
+    parts = re.split(r"(?<=[!?。！？；;\n])\s*|(?<=\.)(?:\s+|$)", text)
     return [p.strip() for p in parts if p.strip()]
 
 
@@ -469,8 +558,8 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def asks_to_forget(text: str) -> bool:
-    """Return True if a message asks to forget something ("forget that …", "忘掉 …")."""
-    return any(p.match(s) for s in _sentences(text) for p in _FORGET)
+    """Return True if a message asks to forget something ("forget that …", "别记这个")."""
+    return any(forget_requests(s) for s in _sentences(text))
 
 
 def is_question(sentence: str) -> bool:
@@ -517,16 +606,11 @@ def extract_rules(text: str, now: datetime) -> Extraction:
     """
     out = Extraction()
     for sentence in _sentences(text):
-        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
+        asked = forget_requests(sentence)
+        if asked:
+            out.forget.extend(asked)
             continue
-        forgot = False
-        for pat in _FORGET:
-            fm = pat.match(sentence)
-            if fm:
-                out.forget.append(ForgetRequest(query=_clean(fm.group(1)) or sentence))
-                forgot = True
-                break
-        if forgot:
+        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue
         for clause in _clauses(sentence):
             rules = _ZH_RULES if has_cjk(clause) else _EN_RULES

@@ -8,40 +8,63 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
 from memory.extraction import ForgetRequest
+from memory.lexical import STOP_WORDS, tokenize
+from memory.phrases import Phrase, key_phrase, phrase_of, states
 from memory.records import MemoryRecord, normalize_text, stable_id
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
-    "merged", "archived", "expired", "withheld", "refused", "unchanged",
+    "merged", "archived", "expired", "withheld", "refused", "unchanged", "edited", "unmatched",
 ]  # fmt: skip
 """`withheld`: sensitive data, not written; `refused`: the access policy (`memory.access`)
-does not let the writing agent make this change, not written."""
+does not let the writing agent make this change, not written; `edited`: a summary had
+forgotten words cut out; `unmatched`: a forget request that matched nothing (not written)."""
 REINFORCE_STEP = 0.05
+TURN_SUBJECT = "episode.turn."
 
 # Words a user says when asking to forget, mapped to the subjects they mean.
 _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
     "address": ("profile.city", "profile.address"),
-    "where i live": ("profile.city",),
+    "where i live": ("profile.city", "profile.address"),
+    "city": ("profile.city",),
     "地址": ("profile.city", "profile.address"),
     "住址": ("profile.city", "profile.address"),
-    "住在哪": ("profile.city",),
+    "住在哪": ("profile.city", "profile.address"),
+    "住哪": ("profile.city", "profile.address"),
+    "城市": ("profile.city",),
     "name": ("profile.name",),
     "名字": ("profile.name",),
     "job": ("work.",),
+    "work": ("work.",),
+    "employer": ("work.company",),
     "工作": ("work.",),
+    "职业": ("work.role",),
     "diet": ("diet.",),
     "饮食": ("diet.",),
+    "allergy": ("health.allergy",),
+    "allergies": ("health.allergy",),
+    "过敏": ("health.allergy",),
     "phone": ("contact.",),
+    "email": ("contact.",),
     "电话": ("contact.",),
+    "邮箱": ("contact.",),
+    "birthday": ("profile.birthday",),
+    "生日": ("profile.birthday",),
 }
-# A forget request made of these words points at what was just talked about.
+# A forget request made of these words points at the user's latest statement.
 _DEICTIC = re.compile(
-    r"^(?:it|that|this|those|these|that one|this one|这个|这|那个|那|这件事|那件事|这些|它)$", re.I
+    r"^(?:it|that|this|those|these|that one|this one|the last one|all that|all of that"
+    r"|(?:what|everything|the thing|the last thing)(?: that)? i (?:just |last )?"
+    r"(?:said|told you|mentioned|wrote)"
+    r"|这个|这|那个|那|这件事|那件事|这些|那些|它|这句|那句|这句话|那句话|上一句|最后一句"
+    r"|(?:我)?(?:刚才|刚刚|方才|之前)(?:说|讲|提|告诉你)?(?:的|过的)?(?:话|那句|内容|事|东西)?)$",
+    re.I,
 )
 
 
@@ -62,6 +85,8 @@ class Policy:
         archive_turns: Keep each user turn as a raw `episode` memory beside the extracted ones.
         sensitive: What to do with passwords, keys, card and ID numbers, phone numbers and
             emails found in a statement: `drop` it, or keep it with the data `redact`ed.
+        redact_thread: Also redact them in the checkpointed thread once the turn is
+            answered (the model sees the value for the one reply it was given for).
     """
 
     candidate_threshold: float = 0.6
@@ -75,6 +100,7 @@ class Policy:
     turn_ttl: timedelta = timedelta(days=365)
     archive_turns: bool = True
     sensitive: Literal["drop", "redact"] = "drop"
+    redact_thread: bool = True
 
 
 @dataclass
@@ -207,18 +233,6 @@ def _overlap(query: str, content: str) -> float:
     return sum(g in content for g in grams) / len(grams)
 
 
-def mentions(words: str, record: MemoryRecord) -> float:
-    """Return how strongly `words` point at a record (0..1)."""
-    query = normalize_text(words)
-    content = normalize_text(record.content)
-    value = normalize_text(str(record.value)) if isinstance(record.value, str) else ""
-    if len(query) >= 2 and (query in content or content in query):
-        return 1.0
-    if len(value) >= 2 and value not in ("like", "dislike", "no") and value in query:
-        return 0.9
-    return _overlap(query, content)
-
-
 def negation_targets(phrase: str, records: list[MemoryRecord]) -> list[MemoryRecord]:
     """Return the active records a negation ("I no longer drink coffee") ends.
 
@@ -227,43 +241,125 @@ def negation_targets(phrase: str, records: list[MemoryRecord]) -> list[MemoryRec
     """
     words = phrase.split()
     obj = " ".join(words[1:]) if len(words) > 1 else phrase
+    wanted = [p for p in (phrase_of(phrase), phrase_of(obj)) if p]
     return [
         r
         for r in records
-        if r.status == "active" and max(mentions(phrase, r), mentions(obj, r)) >= 0.6
+        if r.status == "active"
+        and not is_raw_turn(r)
+        and any(states(r.content, p) or states(str(r.value or ""), p) for p in wanted)
     ]
 
 
+def is_raw_turn(record: MemoryRecord) -> bool:
+    """Return True for a user turn kept word for word (an `episode.turn.*` record)."""
+    return record.kind == "episode" and record.subject.startswith(TURN_SUBJECT)
+
+
+def is_summary(record: MemoryRecord) -> bool:
+    """Return True for an archived thread summary."""
+    return record.kind == "episode" and record.source.via == "summary"
+
+
+def is_deictic(query: str) -> bool:
+    """Return True if a forget request names nothing but "this/that/what I just said"."""
+    return not query or bool(_DEICTIC.match(query))
+
+
+def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
+    """Return what a forget request names, and the subject prefixes its words stand for."""
+    query = _forget_query(request)
+    low = query.casefold()
+    prefixes = [request.subject] if request.subject else []
+    for word, subjects in _FORGET_ALIASES.items():
+        found = (
+            re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", low)
+            if word.isascii()
+            else (word in low)
+        )
+        if found:
+            prefixes.extend(subjects)
+    return phrase_of(query), tuple(dict.fromkeys(prefixes))
+
+
+def _forget_query(request: ForgetRequest) -> str:
+    return request.query.strip(" \t\"'“”‘’，。,.!！?？;；了吧")
+
+
 def forget_targets(
-    request: ForgetRequest, records: list[MemoryRecord], context: str = ""
+    request: ForgetRequest,
+    records: list[MemoryRecord],
+    latest: Sequence[str] = (),
+    context: str = "",
 ) -> list[MemoryRecord]:
-    """Return the active records a forget request points at.
+    """Return the records a forget request points at (raw turns and summaries not included).
+
+    Words are matched whole (`memory.phrases`): "tea" never hits "team" or "steak". The
+    raw turns and summaries that carry a target are found from it (`MemoryService`).
 
     Args:
         request: What the user asked to forget.
         records: The user's records.
-        context: What the assistant said last; "forget that" / "别再提这个了" point into it.
+        latest: Ids of the user's latest messages in this thread, newest first:
+            "forget that" / "别再提这个了" mean the newest of them that stated something.
+        context: What the assistant said last: when none of `latest` stated anything,
+            "that" means the memories it mentioned.
     """
-    active = [r for r in records if r.status in ("active", "candidate")]
-    query = request.query.strip(" ，。,.!！?？了吧")
-    if _DEICTIC.match(query) or not query:
-        if not context:
-            return []
-        scored = sorted(((mentions(r.content, _probe(context)), r) for r in active),
-                        key=lambda x: -x[0])  # fmt: skip
-        return [scored[0][1]] if scored and scored[0][0] >= 0.6 else []
-    prefixes = [request.subject] if request.subject else []
-    low = query.casefold()
-    prefixes += [s for word, subjects in _FORGET_ALIASES.items() if word in low for s in subjects]
+    live = [r for r in records if r.status in ("active", "candidate", "archived")]
+    if is_deictic(_forget_query(request)):
+        said = [[r for r in live if mid in r.source.message_ids] for mid in latest]
+        for group in said:
+            extracted = [r for r in group if r.kind != "episode"]
+            if extracted:
+                return extracted
+        for group in said:
+            if group:
+                return group
+        return [
+            r for r in live if r.kind != "episode" and context and states(context, key_phrase(r))
+        ]
+    phrase, prefixes = forget_phrase(request)
     return [
         r
-        for r in active
-        if any(r.subject.startswith(p) for p in prefixes) or mentions(query, r) >= 0.6
+        for r in live
+        if r.kind != "episode"
+        and (
+            any(r.subject.startswith(p) for p in prefixes)
+            or states(r.content, phrase)
+            or (isinstance(r.value, str) and states(r.value, phrase))
+        )
     ]
 
 
-def _probe(text: str) -> MemoryRecord:
-    return MemoryRecord(id="probe", user_id="probe", kind="fact", subject="probe", content=text)
+def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> str:
+    """Return the note telling the user what a forget request did.
+
+    What was forgotten is counted, not quoted: quoting it would put it back in the thread.
+    """
+    forgotten = [c.record for c in changes if c.action == "forgotten"]
+    notes = sum(1 for r in forgotten if r.kind != "episode")
+    said = len(forgotten) - notes
+    missed = [c.note for c in changes if c.action == "unmatched"]
+    parts = []
+    if forgotten:
+        parts.append(
+            f"（记忆：已忘记 {notes} 条记忆和 {said} 条原话。）"
+            if zh
+            else f"(Memory: forgot {notes} memories and {said} messages that said them.)"
+        )
+    for words in missed:
+        have = "；".join(remembered) if zh else "; ".join(remembered)
+        if zh:
+            parts.append(
+                f"（记忆：没有找到与“{words or '刚才说的'}”相符的记忆。"
+                + (f"我记得的有：{have}）" if remembered else "我现在没有关于你的记忆。）")
+            )
+        else:
+            parts.append(
+                f'(Memory: nothing I remember matched "{words or "what you just said"}". '
+                + (f"What I remember: {have})" if remembered else "I remember nothing about you.)")
+            )
+    return " ".join(parts)
 
 
 def forget(record: MemoryRecord, now: datetime, reason: str = "forgotten") -> Change:
@@ -296,7 +392,8 @@ def consolidate(
 
     by_subject: dict[tuple[str, str], list[MemoryRecord]] = defaultdict(list)
     for r in records:
-        if r.status == "active":
+        # Raw turns and summaries are what was said, each once: never merged.
+        if r.status == "active" and r.kind != "episode":
             by_subject[(r.kind, r.subject)].append(r)
     for group in by_subject.values():
         group.sort(key=lambda r: (r.confidence, said_at(r)), reverse=True)
@@ -344,5 +441,33 @@ def consolidate(
 
 
 def _near_duplicate(a: MemoryRecord, b: MemoryRecord) -> bool:
+    """Return True if two records of one subject say the same thing in other words.
+
+    Bigram overlap alone would merge "Tom" with "Tim" or "car" with "cars": the words of
+    one must all be in the other, and what the longer adds may not be a number or a new
+    name ("New York" → "New York City" merges; "Tom" → "Tom and Tim" does not).
+    """
     x, y = normalize_text(a.content), normalize_text(b.content)
-    return x == y or (min(len(x), len(y)) >= 4 and _overlap(x, y) >= 0.8 and _overlap(y, x) >= 0.8)
+    if x == y:
+        return True
+    if min(len(x), len(y)) < 4 or _overlap(x, y) < 0.8 or _overlap(y, x) < 0.8:
+        return False
+    short, long = sorted((a.content, b.content), key=lambda t: len(_words(t)))
+    if not _words(short) <= _words(long):
+        return False
+    shared = _words(short)
+    previous = ""
+    for word in re.findall(r"[^\W_]+", long):
+        folded = word.casefold()
+        if folded not in shared and folded not in STOP_WORDS:
+            if any(ch.isdigit() for ch in word):
+                return False
+            if word[0].isupper() and not (previous[:1].isupper() and previous.casefold() in shared):
+                return False
+        previous = word
+    return True
+
+
+def _words(text: str) -> frozenset[str]:
+    """Return the words (unstemmed) and Chinese characters of a text, function words aside."""
+    return frozenset(tokenize(text, stemming=False))

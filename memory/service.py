@@ -17,7 +17,7 @@ import logging
 import threading
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
@@ -32,15 +32,20 @@ from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
 from memory.lexical import LexicalIndexes, UserIndex
 from memory.lifecycle import (
+    TURN_SUBJECT,
     Change,
     Policy,
     consolidate,
     forget,
+    forget_phrase,
     forget_targets,
-    mentions,
+    is_deictic,
+    is_raw_turn,
+    is_summary,
     negation_targets,
     reconcile,
 )
+from memory.phrases import Phrase, key_phrase, states
 from memory.privacy import find_sensitive, redact
 from memory.records import (
     KINDS,
@@ -63,14 +68,15 @@ PAGE = 500
 SCAN_PAGE = 50_000
 CANDIDATES = 200
 PINNED = 4
-TURN_SUBJECT = "episode.turn."
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
 IMMINENT = timedelta(days=14)
 THREADS_ROOT = "threads"
+OWNERS_ROOT = "thread_owners"
 REPAIR_ROOT = "index_repair"
 CHANGES_ROOT = "memory_changes"
 CHANGE_LOG_KEYS = 500
 FREEZE_AT = 20_000
+NOT_WRITTEN = ("withheld", "refused", "unchanged", "unmatched")
 
 
 def _pin(record: MemoryRecord) -> tuple[str, float] | None:
@@ -111,6 +117,23 @@ class _ChangeLog:
         if any(e["keys"] is None for e in later):
             return None
         return {(k, i) for e in later for k, i in (key.split("/", 1) for key in e["keys"])}
+
+
+class ThreadNotYours(AccessDenied):
+    """A thread id that another user opened: its messages and memories are not this user's."""
+
+
+def _turn_ids(user_id: str, record: MemoryRecord) -> builtins.list[str]:
+    """Return the ids of the raw turns a record was said in (see `archive_turns`)."""
+    thread = record.source.thread_id or ""
+    return [stable_id(user_id, "turn", thread, mid) for mid in record.source.message_ids]
+
+
+def _probe(user_id: str, words: str) -> MemoryRecord:
+    """Return a stand-in record for a change about no stored memory (a forget that missed)."""
+    return MemoryRecord(
+        id="request", user_id=user_id, kind="fact", subject="request", content=words or "-"
+    )
 
 
 class MemoryNotFound(KeyError):
@@ -571,7 +594,13 @@ class MemoryService:
 
     @_per_user
     def save(
-        self, user_id: str, extraction: Extraction, source: Source, *, context: str = ""
+        self,
+        user_id: str,
+        extraction: Extraction,
+        source: Source,
+        *,
+        context: str = "",
+        latest: Sequence[str] = (),
     ) -> builtins.list[Change]:
         """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
 
@@ -585,7 +614,10 @@ class MemoryService:
             user_id: Whose memories.
             extraction: The candidates and forget requests of one turn.
             source: Provenance of the turn.
-            context: What the assistant said last, for "forget that" / "别再提这个了".
+            context: What the assistant said last: what "forget that" means when none of
+                `latest` stated anything.
+            latest: Ids of the user's latest messages in the thread, newest first: "forget
+                that" / "别再提这个了" / "scratch that" mean the newest that stated something.
         """
         user_id = check_user_id(user_id)
         now = utcnow()
@@ -611,25 +643,102 @@ class MemoryService:
             if refused is not None:
                 changes.append(refused)
                 continue
+            step += self._cascade(user_id, step, now)
             self._write(user_id, step)
             changes.extend(step)
-        if extraction.forget:
-            records = self.list(user_id, include_inactive=True, include_turns=True)
-            for req in extraction.forget:
-                step = []
-                for r in forget_targets(req, records, context):
-                    refused = self._refusal(r, [])
-                    if refused is not None:
-                        changes.append(refused)
-                    elif r.subject.startswith(TURN_SUBJECT):
-                        # A raw turn that said it is deleted outright: no history to keep.
-                        self._delete(user_id, [r])
-                        changes.append(Change("forgotten", r, note="raw turn deleted"))
-                    else:
-                        step.append(forget(r, now))
-                self._write(user_id, step)
-                changes.extend(step)
+        for req in extraction.forget:
+            records = self._scan(user_id, include_inactive=True)
+            targets = forget_targets(req, records, latest, context)
+            phrases = [key_phrase(r) for r in targets if not is_raw_turn(r)]
+            if not is_deictic(req.query.strip(" .。!！")):
+                phrases.append(forget_phrase(req)[0])
+            # Raw turns that say it in so many words, though no extracted record links them.
+            targets += [
+                r
+                for r in records
+                if is_raw_turn(r)
+                and r.is_recallable(now)
+                and any(states(r.content, p) for p in phrases if p)
+            ]
+            step = []
+            for r in dict((t.id, t) for t in targets).values():
+                refused = self._refusal(r, [])
+                if refused is not None:
+                    changes.append(refused)
+                else:
+                    step.append(forget(r, now))
+            step += self._cascade(user_id, step, now, phrases=phrases, records=records)
+            if not step:
+                changes.append(Change("unmatched", _probe(user_id, req.query), note=req.query))
+            self._write(user_id, step)
+            changes.extend(step)
         return changes
+
+    def _cascade(
+        self,
+        user_id: str,
+        step: builtins.list[Change],
+        now: datetime,
+        *,
+        phrases: builtins.list[Phrase] | None = None,
+        records: builtins.list[MemoryRecord] | None = None,
+        hard: bool = False,
+    ) -> builtins.list[Change]:
+        """Carry superseded and forgotten records over to their other copies.
+
+        This is the one place that decides which copies a change reaches:
+
+        * the raw turns a record was said in (found by its message ids) share its fate:
+          superseded with it (so "where do I live?" finds only the new city), or
+          forgotten (deleted, if `hard`);
+        * a forgotten record's words are cut from every thread summary that states them
+          (`phrases`, matched as whole words); a summary left empty is forgotten.
+
+        The rolling summary and working memory in a thread's state, and the thread's own
+        messages, are cleaned by the graph's save node from the changes returned by `save`.
+        """
+        ended = [
+            c
+            for c in step
+            if c.action in ("superseded", "forgotten") and c.record.kind != "episode"
+        ]
+        out: builtins.list[Change] = []
+        done = {c.record.id for c in step}
+        linked = [("episode", tid) for c in ended for tid in _turn_ids(user_id, c.record)]
+        turns = self._get_many(user_id, linked) if linked else {}
+        for c in ended:
+            for tid in _turn_ids(user_id, c.record):
+                turn = turns.get(tid)
+                if turn is None or tid in done or turn.status not in ("active", "archived"):
+                    continue
+                done.add(tid)
+                if c.action == "forgotten":
+                    out.append(forget(turn, now, "forgotten with what it said"))
+                else:
+                    turn.history.append(turn.snapshot("superseded", now))
+                    turn.status = "superseded"
+                    turn.valid_until = now
+                    turn.superseded_by = c.record.superseded_by
+                    turn.updated_at = now
+                    out.append(Change("superseded", turn, note="raw turn"))
+        phrases = [p for p in (phrases or []) if p]
+        if phrases:
+            if records is None:
+                records = self._scan(user_id, include_inactive=True, kind="episode")
+            summaries = [r for r in records if is_summary(r) and r.status == "active"]
+            for summary in (r for r in summaries if r.id not in done):
+                lines = summary.content.split("\n")
+                kept = [ln for ln in lines if not any(states(ln, p) for p in phrases)]
+                if len(kept) == len(lines):
+                    continue
+                done.add(summary.id)
+                if not any(ln.startswith("- ") for ln in kept):
+                    out.append(forget(summary, now, "forgotten with what it said"))
+                    continue
+                summary.content = "\n".join(kept)
+                summary.updated_at = now
+                out.append(Change("edited", summary, note="summary without what was forgotten"))
+        return out
 
     def _refusal(self, new: MemoryRecord, step: builtins.list[Change]) -> Change | None:
         """Return a `refused` change if the access policy forbids any change in `step`.
@@ -812,31 +921,19 @@ class MemoryService:
         """
         rec = self.get(user_id, memory_id)
         check_write(self.access, self.agent_id, rec)
+        now = utcnow()
+        change = forget(rec, now)
+        phrases = [] if is_raw_turn(rec) else [key_phrase(rec)]
+        copies = self._cascade(user_id, [change], now, phrases=phrases)
         if hard:
-            self._delete(user_id, [rec, *self._derived(user_id, rec)])
+            # Only what was targeted: the record, the raw turns it was said in, and summary
+            # lines that state it (cut, or the summary dropped when nothing else is left).
+            gone = [rec, *(c.record for c in copies if c.action == "forgotten")]
+            self._write(user_id, [c for c in copies if c.action == "edited"])
+            self._delete(user_id, gone)
             return rec
-        change = forget(rec, utcnow())
-        self._write(user_id, [change])
+        self._write(user_id, [change, *copies])
         return change.record
-
-    def _derived(self, user_id: str, rec: MemoryRecord) -> builtins.list[MemoryRecord]:
-        """Return the episodes that carry a memory's words.
-
-        That is the raw turn it was said in, and summaries of its thread that mention it.
-        """
-        said_in = set(rec.source.message_ids)
-        out = []
-        for other in self._scan(user_id, include_inactive=True, kind="episode"):
-            if other.id == rec.id:
-                continue
-            raw_turn = other.subject.startswith(TURN_SUBJECT)
-            if (raw_turn and said_in & set(other.source.message_ids)) or (
-                other.source.thread_id == rec.source.thread_id
-                and other.source.via == "summary"
-                and mentions(rec.content, other) >= 0.6
-            ):
-                out.append(other)
-        return out
 
     def _delete(self, user_id: str, records: builtins.list[MemoryRecord]) -> None:
         """Delete records from the store, the lexical index and Chroma."""
@@ -912,11 +1009,15 @@ class MemoryService:
         # Threads and store records first: they hold the words themselves. If the index is
         # down, its drop is recorded as a repair; recall never serves a vector without its
         # store record, and `reindex` finishes the job.
-        threads = self._all((THREADS_ROOT, user_id))
+        listed = self._all((THREADS_ROOT, user_id))
+        # Only the threads this user opened: a listing must never reach another's thread.
+        threads = [i for i in listed if self.thread_owner(i.key) in (user_id, None)]
         if self.checkpointer is not None:
             for item in threads:
                 self.checkpointer.delete_thread(item.key)
         for item in threads:
+            self.store.delete((OWNERS_ROOT,), item.key)
+        for item in listed:
             self.store.delete(item.namespace, item.key)
         # Marked first: a crash mid-way leaves a marker that global `reindex` /
         # `consolidate` find, even once no memory of the user is left to point at it.
@@ -942,10 +1043,48 @@ class MemoryService:
         return len(records)
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
-        """Record that a thread belongs to a user, so `delete_user` can delete it."""
-        ns = (THREADS_ROOT, check_user_id(user_id))
-        if self.store.get(ns, thread_id) is None:
-            self.store.put(ns, thread_id, {"thread_id": thread_id, "at": utcnow().isoformat()})
+        """Record that a thread belongs to a user: the first user of a thread owns it.
+
+        `delete_user` deletes the threads a user owns, and no other user may use them.
+
+        Raises:
+            ThreadNotYours: If another user opened the thread.
+        """
+        user_id = check_user_id(user_id)
+        owner = self.thread_owner(thread_id)
+        if owner is not None and owner != user_id:
+            raise ThreadNotYours(
+                f"thread {thread_id!r} belongs to another user: start a new thread "
+                "(the thread id is not yours to continue)"
+            )
+        if owner is None:
+            at = utcnow().isoformat()
+            self.store.batch(
+                [
+                    PutOp((OWNERS_ROOT,), thread_id, {"user_id": user_id, "at": at}),
+                    PutOp((THREADS_ROOT, user_id), thread_id, {"thread_id": thread_id, "at": at}),
+                ]
+            )
+
+    def thread_owner(self, thread_id: str) -> str | None:
+        """Return the user who opened a thread (None if no turn of it was seen)."""
+        item = self.store.get((OWNERS_ROOT,), thread_id)
+        return str(item.value["user_id"]) if item is not None else None
+
+    def unforgotten(self, user_id: str, texts: Iterable[str]) -> builtins.list[str]:
+        """Return the texts that state nothing this user asked to forget.
+
+        For copies written after a forget (a later thread summary, say): what was forgotten
+        must not come back through them.
+        """
+        user_id = check_user_id(user_id)
+        found = self.store.batch(
+            [SearchOp(namespace(user_id, k), {"status": "forgotten"}, limit=PAGE) for k in KINDS]
+        )
+        items: builtins.list[Any] = [item for page in found for item in page]  # type: ignore[union-attr]
+        phrases = [key_phrase(MemoryRecord.from_store(item.value)) for item in items]
+        phrases = [p for p in phrases if p]
+        return [t for t in texts if not any(states(t, p) for p in phrases)]
 
     def threads(self, user_id: str) -> builtins.list[str]:
         """Return the ids of the threads recorded for a user."""
@@ -1062,7 +1201,7 @@ class MemoryService:
         """
         now = utcnow()
         replayed = [c.record for c in changes if c.action == "unchanged"]
-        changes = [c for c in changes if c.action not in ("withheld", "refused", "unchanged")]
+        changes = [c for c in changes if c.action not in NOT_WRITTEN]
         live = [c.record for c in changes if c.record.is_recallable(now)]
         dead = [c.record.id for c in changes if not c.record.is_recallable(now)]
         to_index = live + [r for r in replayed if r.is_recallable(now)]
@@ -1144,6 +1283,8 @@ class MemoryService:
     aimport_records = _in_thread(import_records)
     adelete_user = _in_thread(delete_user)
     aremember_thread = _in_thread(remember_thread)
+    athread_owner = _in_thread(thread_owner)
+    aunforgotten = _in_thread(unforgotten)
     amark_recalled = _in_thread(mark_recalled)
     aarchive_turns = _in_thread(archive_turns)
     athreads = _in_thread(threads)

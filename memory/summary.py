@@ -8,7 +8,7 @@ whole in the checkpointer.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel, Field
 
@@ -89,6 +89,14 @@ def merge(previous: ThreadSummary | None, new: ThreadSummary) -> ThreadSummary:
         target: list[str] = getattr(out, field)
         for item in getattr(new, field):
             _add(target, " ".join(str(item).split())[:MAX_ITEM_CHARS])
+    return out
+
+
+def screen(summary: ThreadSummary, keep: Callable[[list[str]], list[str]]) -> ThreadSummary:
+    """Return the summary with each list passed through `keep` (e.g. to drop forgotten items)."""
+    out = summary.model_copy(deep=True)
+    for field in ("goals", "constraints", "decisions", "open_items", "facts"):
+        setattr(out, field, keep(list(getattr(out, field))))
     return out
 
 

@@ -116,6 +116,8 @@ async def test_conflicting_writes_from_two_agents_follow_the_lifecycle_rules(par
     assert out["saved"] == [
         "added: [fact profile.city] User lives in Bergen. (supersedes: User lives in Oslo.)",
         "superseded: [fact profile.city] User lives in Oslo.",
+        # The raw turn that stated the old city is superseded with it.
+        "superseded: [episode episode.turn.t1] Our office is in Oslo. (raw turn)",
     ]
     svc = MemoryService(store, index)
     [now] = svc.list("acme")
@@ -165,7 +167,8 @@ async def test_a_policy_passed_in_replaces_the_example(parts) -> None:
     )
     await run(graph, "t1", "We run a retail chain.", agent=PRE_SALES, at=T0)
     out = await run(graph, "t1", "We are a wholesaler now.", agent=AFTER_SALES, at=T0 + DAY)
-    assert [line.split(":")[0] for line in out["saved"]] == ["added", "superseded"]
+    actions = [line.split(":")[0] for line in out["saved"]]
+    assert actions == ["added", "superseded", "superseded"]  # the record and its raw turn
 
 
 def test_exported_graph_has_no_persistence_and_is_registered() -> None:

@@ -1,0 +1,137 @@
+"""Does this text say that? Whole-word matching of a user's phrase against memories.
+
+Forgetting must hit exactly what the user named: "tea" is not "team" or "steak", "Tom"
+is not "tomatoes" or "Tomtom", 猫 is not 熊猫 or 猫头鹰. English is compared word by word
+(light stems, so "peanut" finds "peanuts"); Chinese has no spaces, so a phrase counts
+only where it is not glued into a longer word: the characters around it must be a
+boundary (punctuation, another script, a function character or a verb ending).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from memory.lexical import STOP_WORDS, stem, tokenize
+from memory.records import MemoryRecord, normalize_text
+
+__all__ = ["Phrase", "key_phrase", "phrase_of", "states"]
+
+# Words of a forget request that name no content: "forget EVERYTHING you KNOW about my X".
+_FILLER = STOP_WORDS | frozenset(
+    """
+    like likes liked love loves enjoy enjoys prefer prefers please everything anything all
+    know knew you your memory memories remember remembered fact facts said say saying told
+    tell info information detail details stuff thing things part bit user users from
+    mention mentioned just now earlier before anymore more any bring brought up
+    """.split()  # noqa: SIM905
+)
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+# Leading words of a Chinese phrase that name the speaker or a relation, not content.
+_ZH_HEAD = re.compile(r"^(?:关于|有关|我的|我们的|用户的|我们|用户|我|的)+")
+_ZH_TAIL = re.compile(
+    r"(?:的事情|的事|这件事|那件事|的信息|的资料|的记录|这些|这个|那个|哪里|哪儿|什么|的|了|吧|啊|呀)+$"
+)
+# Verbs that sit between the speaker and the thing: 我[喜欢]猫, 我[住在]成都.
+_ZH_VERB = re.compile(
+    r"^(?:不再|不|很|非常|特别|最|真的|现在|目前|已经|一直)*"
+    r"(?:喜欢|讨厌|爱|热爱|住在|住|在|是|叫|对|用|使用|吃|喝|养|去|来自|搬到|搬去|做|当)"
+)
+# Characters that may stand right before / after a Chinese word without being part of it.
+_ZH_LEFT = frozenset(
+    "的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是到去住叫用吃喝养爱欢厌做当我你他她它们从于自"
+)
+_ZH_RIGHT = frozenset("的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是过着市省县区里上")
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """What a phrase names, ready to match: English stems and Chinese words."""
+
+    words: frozenset[str]
+    """English (or other spaced-script) stems that must all appear."""
+    zh: tuple[str, ...]
+    """Chinese words; any one found as a whole word matches."""
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.zh)
+
+
+def _zh_core(run: str) -> str:
+    core = _ZH_TAIL.sub("", _ZH_HEAD.sub("", run))
+    verbless = _ZH_VERB.sub("", core)
+    return verbless or core
+
+
+def phrase_of(text: str) -> Phrase:
+    """Return what a user's phrase names ("that I like tea" → tea; "我喜欢猫" → 猫).
+
+    Args:
+        text: The words of a forget request, or a value to look for.
+    """
+    folded = unicodedata.normalize("NFKC", text)
+    words = frozenset(
+        stem(w)
+        for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold())
+        if w not in _FILLER
+    )
+    zh = tuple(
+        dict.fromkeys(
+            core for run in re.findall(r"[\u3400-\u9fff]+", folded) if (core := _zh_core(run))
+        )
+    )
+    return Phrase(words, zh)
+
+
+def _has_zh_word(text: str, word: str) -> bool:
+    start = text.find(word)
+    while start >= 0:
+        end = start + len(word)
+        before = text[start - 1] if start > 0 else ""
+        after = text[end] if end < len(text) else ""
+        left = not before or not _CJK.match(before) or before in _ZH_LEFT
+        right = not after or not _CJK.match(after) or after in _ZH_RIGHT
+        if left and right:
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
+def states(text: str, phrase: Phrase) -> bool:
+    """Return True if `text` says what `phrase` names, as whole words.
+
+    Every English word of the phrase must appear (light stems), and, if the phrase has
+    Chinese words, one of them must appear unglued to its neighbours.
+    """
+    if not phrase:
+        return False
+    if phrase.words:
+        have = {t for t in tokenize(text, stop_words=frozenset()) if not _CJK.match(t)}
+        if not phrase.words <= have:
+            return False
+    if phrase.zh:
+        folded = unicodedata.normalize("NFKC", text)
+        return any(_has_zh_word(folded, w) for w in phrase.zh)
+    return True
+
+
+_GENERIC_VALUES = frozenset({"like", "dislike", "no", "yes", "true", "false", "item"})
+
+
+def key_phrase(record: MemoryRecord) -> Phrase:
+    """Return what a record is about: its value, else its subject's last part, else its words.
+
+    Used to find the other copies of a record (a summary line, a reply that repeats it).
+    """
+    value = record.value if isinstance(record.value, str) else ""
+    if normalize_text(value) and value.casefold() not in _GENERIC_VALUES:
+        return phrase_of(value)
+    tail = record.subject.rsplit(".", 1)[-1]
+    if record.kind != "episode" and normalize_text(tail) and tail not in _GENERIC_VALUES:
+        if _CJK.search(tail):
+            return Phrase(frozenset(), (tail,))
+        # A slug joins words ("koreanfood"): match the content's words instead.
+        if tail.isalpha() and re.search(rf"(?i)\b{re.escape(tail)}\b", record.content):
+            return Phrase(frozenset({stem(tail.casefold())}), ())
+    return phrase_of(record.content)
