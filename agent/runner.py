@@ -78,7 +78,12 @@ class Session:
             text: The user's message.
             turn_time: ISO time it was said (default: now).
             on_reply: Called with each piece of the reply as soon as it exists.
+
+        Raises:
+            ThreadNotYours: If another user opened the thread (nothing is written to it).
         """
+        # Before the message is written to the thread: it may be another user's thread.
+        await self.service.aremember_thread(user_id, thread_id)
         state_in: InputState = {"messages": [HumanMessage(text)]}
         if turn_time:
             state_in["turn_time"] = turn_time

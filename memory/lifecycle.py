@@ -115,6 +115,8 @@ class Change:
     def describe(self) -> str:
         """Return a one-line human description."""
         r = self.record
+        if self.action == "unmatched":
+            return f'unmatched: nothing remembered matches the forget request "{self.note}"'
         base = f"{self.action}: [{r.kind} {r.subject}] {r.content}"
         if self.previous is not None and self.action in ("added", "merged"):
             base = f"{base} (supersedes: {self.previous.content})"

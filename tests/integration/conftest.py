@@ -239,6 +239,9 @@ def _delete_rows(url: str, user_ids: list[str]) -> None:
                     "delete from store where prefix = %s or prefix like %s",
                     (f"{root}.{user}", f"{root}.{user}.%"),
                 )
+            conn.execute(
+                "delete from store where prefix = 'thread_owners' and key like %s", (f"{user}%",)
+            )
             for table in CHECKPOINT_TABLES:
                 conn.execute(f"delete from {table} where thread_id like %s", (f"{user}%",))
 
