@@ -146,3 +146,24 @@ async def test_run_without_user_id_fails(client: LangGraphClient) -> None:
     assert isinstance(values, dict), values
     assert not any(m.get("type") == "ai" for m in values.get("messages", []))
     assert not values.get("saved")
+
+
+async def test_another_users_thread_is_refused(client: LangGraphClient) -> None:
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    mine: dict[str, Any] = {"messages": [{"role": "user", "content": "I live in Lisbon."}]}
+    await client.runs.wait(tid, GRAPH, input=mine, context={"user_id": "owner-a"})
+    plan = {
+        "messages": [{"role": "user", "content": "What do you know?"}],
+    }
+    out = await client.runs.wait(
+        tid, GRAPH, input=plan, context={"user_id": "intruder-b"}, raise_error=False
+    )
+    assert isinstance(out, dict) and out["__error__"]["error"] == "ThreadNotYours"
+    # Nothing of the owner's thread reached the intruder: no answer, no memory, no summary.
+    values = (await client.threads.get_state(tid))["values"]
+    assert isinstance(values, dict)
+    answers = [m for m in values["messages"] if m["type"] == "ai"]
+    assert len(answers) == 1  # only the owner's turn was answered
+    stored = await client.store.search_items(["memories", "intruder-b"], limit=50)
+    assert stored["items"] == []
