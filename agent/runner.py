@@ -147,9 +147,11 @@ class Session:
         Returns:
             What save did, one line per change (empty if nothing was pending).
         """
-        user = user_id or self._owners.get(thread_id)
+        user = user_id or self._owners.get(thread_id) or await self.service.athread_owner(thread_id)
         if not user:
             raise ValueError(f"no user is known for thread {thread_id!r}: pass user_id")
+        # Pending messages are extracted into this user's memory: only the owner's.
+        await self.service.aremember_thread(user, thread_id)
         config: Any = {"configurable": {"thread_id": thread_id}}
         async with self._lock(thread_id):
             snapshot = await self.graph.aget_state(config)

@@ -286,3 +286,27 @@ async def test_consolidate_keeps_statements_that_differ_in_a_name(
         assert line in live, line
     hits = await session.service.asearch(user, "meeting with Tom")
     assert any("Tom" in h.record.content for h in hits)
+
+
+def test_the_cli_refuses_another_users_thread(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "MEMORY_AGENT_HOME": str(tmp_path / "cli-home")}
+    cli = [sys.executable, "-m", "agent.cli", "chat"]
+
+    def chat(user: str, text: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*cli, "--user", user, "--thread", "shared-thread"],
+            input=f"{text}\n/quit\n",
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
+
+    assert chat("alice", "I live in Berlin.").returncode == 0
+    refused = chat("bob", "Where do I live?")
+    assert refused.returncode == 2
+    assert "belongs to another user" in refused.stderr
+    assert "Berlin" not in refused.stdout
