@@ -16,6 +16,7 @@ from typing import Literal
 from memory.extraction import ForgetRequest
 from memory.lexical import STOP_WORDS, tokenize
 from memory.phrases import Phrase, key_phrase, phrase_of, states
+from memory.privacy import redact
 from memory.records import MemoryRecord, normalize_text, stable_id
 
 Action = Literal[
@@ -117,7 +118,9 @@ class Change:
         r = self.record
         if self.action == "unmatched":
             return f'unmatched: nothing remembered matches the forget request "{self.note}"'
-        base = f"{self.action}: [{r.kind} {r.subject}] {r.content}"
+        # A withheld statement's value must not reach the state's `saved` list either.
+        content = redact(r.content) if self.action == "withheld" else r.content
+        base = f"{self.action}: [{r.kind} {r.subject}] {content}"
         if self.previous is not None and self.action in ("added", "merged"):
             base = f"{base} (supersedes: {self.previous.content})"
         return f"{base} ({self.note})" if self.note else base

@@ -310,3 +310,33 @@ def test_the_cli_refuses_another_users_thread(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert "belongs to another user" in refused.stderr
     assert "Berlin" not in refused.stdout
+
+
+# --- 7. sensitive values next to Chinese text are kept in no copy -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("statement", "secret"),
+    [
+        ("我的邮箱是alice@example.com", "alice@example.com"),
+        ("我的OpenAI密钥是sk-proj-abcdefghijklmnopqrstuv1234", "abcdefghijklmnopqrstuv1234"),
+        ("我的银行卡6222021234567890128", "6222021234567890128"),
+        ("我的电话是138-1234-5678", "1234-5678"),
+        ("口令是hunter2secret", "hunter2secret"),
+        ("有事打 138 1234 5678 找我", "1234 5678"),
+        ("PIN码是4821", "4821"),
+        ("My email is bob@example.com.", "bob@example"),
+    ],
+)
+async def test_sensitive_values_reach_no_copy(
+    session: Session, user: str, statement: str, secret: str
+) -> None:
+    result = await session.turn(user, f"{user}-a", statement)
+    assert not any(secret in line for line in result.saved)
+    exported = json.dumps(await session.service.aexport(user), ensure_ascii=False)
+    assert secret not in exported
+    state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-a"}})
+    thread = json.dumps([str(m.content) for m in state.values["messages"]], ensure_ascii=False)
+    assert secret not in thread  # redacted in the checkpoint once the turn was answered
+    reply, recalled = await ask(session, user, "我的联系方式是什么？ What is my contact info?")
+    assert secret not in reply and not any(secret in c for c in recalled)
