@@ -305,7 +305,8 @@ class MemoryNodes:
             log.warning("summarizing failed, the raw history is kept: %s", exc)
             return {}
         count = state.get("summary_count", 0) + len(older)
-        await self._archive_episode(runtime, summary, count, lang)
+        said = [m.id for m in older if isinstance(m, HumanMessage) and m.id]
+        await self._archive_episode(runtime, summary, count, lang, said)
         return {
             "summary": summary.model_dump(),
             "summary_through": older[-1].id,
@@ -313,9 +314,17 @@ class MemoryNodes:
         }
 
     async def _archive_episode(
-        self, runtime: Runtime[Context], summary: ThreadSummary, count: int, lang: str
+        self,
+        runtime: Runtime[Context],
+        summary: ThreadSummary,
+        count: int,
+        lang: str,
+        message_ids: list[str],
     ) -> None:
-        """Keep the summary as an `episode` memory, so other threads can recall it."""
+        """Keep the summary as an `episode` memory, so other threads can recall it.
+
+        It records the user messages it folded in (provenance, like any other copy).
+        """
         thread_id = _thread_id()
         if not thread_id:
             return
@@ -327,7 +336,7 @@ class MemoryNodes:
                 kind="episode",
                 subject=f"episode.thread.{thread_id}",
                 confidence=0.8,
-                source=Source(thread_id=thread_id, via="summary"),
+                source=Source(thread_id=thread_id, message_ids=message_ids, via="summary"),
             )
         except Exception as exc:
             log.warning("could not archive the thread summary as an episode: %s", exc)

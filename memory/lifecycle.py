@@ -310,7 +310,12 @@ def forget_targets(
         context: What the assistant said last: when none of `latest` stated anything,
             "that" means the memories it mentioned.
     """
-    live = [r for r in records if r.status in ("active", "candidate", "archived")]
+    # Summaries are cut line by line by the caller, never forgotten whole from here.
+    live = [
+        r
+        for r in records
+        if r.status in ("active", "candidate", "archived") and not is_summary(r)
+    ]
     if is_deictic(_forget_query(request)):
         said = [[r for r in live if mid in r.source.message_ids] for mid in latest]
         for group in said:

@@ -340,3 +340,18 @@ async def test_sensitive_values_reach_no_copy(
     assert secret not in thread  # redacted in the checkpoint once the turn was answered
     reply, recalled = await ask(session, user, "我的联系方式是什么？ What is my contact info?")
     assert secret not in reply and not any(secret in c for c in recalled)
+
+
+async def test_hard_forget_deletes_the_record_and_its_raw_turn_only(
+    session: Session, user: str
+) -> None:
+    await say(session, user, "a", "I like tea.", "I like team sports.", "I love Korean food.")
+    rows = await session.service.alist(user, include_turns=True)
+    tea = next(r for r in rows if r.content == "User likes tea.")
+    await session.service.aforget(user, tea.id, hard=True)
+    left = await session.service.alist(user, include_inactive=True, include_turns=True)
+    assert "tea." not in texts(left)  # gone everywhere, history included
+    assert len(left) == len(rows) - 2  # the record and the raw turn it was said in
+    assert {"User likes team sports.", "I like team sports.", "I love Korean food."} <= {
+        r.content for r in left
+    }
