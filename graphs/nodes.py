@@ -475,6 +475,13 @@ class MemoryNodes:
                 out["messages"].append(m.model_copy(update={"content": FORGOTTEN_TEXT[zh]}))
             elif i >= start and self.deps.policy.redact_thread and find_sensitive(text):
                 out["messages"].append(m.model_copy(update={"content": redact(text)}))
+        if phrases:
+            # This turn's recall was made before the forget: it is in the checkpoint too.
+            block = state.get("memory_block") or ""
+            out["memory_block"] = "\n".join(_unsaid(block.split("\n"), phrases))
+            out["recalled"] = [
+                r for r in state.get("recalled", []) if _unsaid([r["content"]], phrases)
+            ]
         if phrases and state.get("summary"):
             summary = ThreadSummary.model_validate(state["summary"])
             out["summary"] = screen_summary(summary, lambda items: _unsaid(items, phrases))

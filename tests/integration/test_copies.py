@@ -176,6 +176,7 @@ async def test_forget_that_forgets_the_fact_and_the_raw_turn(session: Session, u
     state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-a"}})
     said = [m.content for m in state.values["messages"]]
     assert not any("Berlin" in str(c) for c in said)  # the thread's own copy is marked too
+    assert "Berlin" not in state.values["memory_block"] + json.dumps(state.values["recalled"])
     assert "forgot 1 memories" in str(said[-1])
 
 
