@@ -1,14 +1,27 @@
-"""Sensitive data that memory must not keep: detection and redaction.
+r"""Sensitive data that memory must not keep: detection and redaction.
 
-Passwords, API keys and tokens, payment card numbers (Luhn-checked), national ID numbers
-(the 18-digit Chinese format with its checksum, US SSNs), bank accounts (IBAN, or digits
-named as an account), phone numbers and email addresses.
+Detected: passwords, PINs and one-time codes named by a keyword; API keys and tokens (vendor
+prefixes, JWTs, or a value named as a key, token or bearer); payment card numbers (Luhn);
+national IDs (Chinese resident IDs with a real birth date and checksum, US SSNs); bank accounts
+(IBANs with their mod-97 checksum, or digits named as an account); phone numbers (Chinese
+mobiles always, other formats when `phonenumbers` finds them valid and they start with `+` or
+sit near a word such as phone or 电话); email addresses.
+
+Boundaries are spelled out as ASCII classes rather than `\b`: CJK characters count as `\w`,
+so `\b` never fires between 邮箱 and an address glued to it.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date
+from functools import lru_cache
+from itertools import accumulate
+
+import phonenumbers
 
 # Kinds, in the words used when telling the user what was not remembered.
 LABELS = {
@@ -20,42 +33,119 @@ LABELS = {
     "phone": ("a phone number", "电话号码"),
     "email": ("an email address", "电子邮箱"),
 }
+# When two kinds claim the same span, the more specific check wins.
+_PRIORITY = {
+    k: i
+    for i, k in enumerate(
+        ["password", "secret", "national_id", "card", "bank_account", "phone", "email"]
+    )
+}
 
-_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "password",
-        re.compile(
-            r"(?i)(?:password|passcode|passwd|pwd|pin)\s*(?:is|=|:|：)\s*\S+|密码\s*(?:是|为|:|：)?\s*\S+"
-        ),
-    ),
-    (
-        "secret",
-        re.compile(
-            r"\b(?:sk-[A-Za-z0-9_-]{16,}|ghp_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-            r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{30,}"
-            r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,})"
-            r"|(?i:(?:api[_ -]?key|secret|token|bearer)\s*(?:is|=|:|：)?\s*[A-Za-z0-9_\-.]{16,})"
-        ),
-    ),
-    ("email", re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")),
-    ("bank_account", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b")),
-    (
-        "bank_account",
-        re.compile(
-            r"(?i)(?:account(?: number)?|acct|账号|账户|卡号)\s*(?:is|=|:|：|是)?\s*[\d -]{8,30}\d"
-        ),
-    ),
-    ("national_id", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
-]
-_DIGIT_RUN = re.compile(r"(?<![\w-])\+?\d[\d -]{6,23}\d(?![\w-])")
-_CN_ID = re.compile(r"(?<!\d)\d{17}[\dXx](?!\d)")
-_CN_MOBILE = re.compile(r"(?<!\d)1[3-9]\d{9}(?!\d)")
-_PHONE_WORDS = re.compile(r"(?i)phone|mobile|cell|tel\b|call me at|whatsapp|电话|手机|联系方式")
+# Chinese input methods often type full-width digits, letters and colons; folding them one
+# character for one keeps every span valid in the original text.
+_FOLD = {c: c - 0xFEE0 for c in range(0xFF01, 0xFF5F)} | {0x3000: 0x20, 0xA0: 0x20}
+# Punctuation that ends a sentence rather than a value.
+_TRAILING = ".,;:)]}'\""
+
+
+def _keyed(first: str, pattern: str) -> re.Pattern[str]:
+    """Compile a pattern led by a class of its possible first characters.
+
+    Python's engine tries every position; a cheap class test there makes keyword patterns
+    several times faster on long texts without keywords.
+    """
+    return re.compile(f"(?=[{first}])(?:{pattern})")
+
+
+_UNREDACTED = r"(?!\[redacted )"  # markers from an earlier pass are not secrets
+
+_PASSWORD_EN = _keyed(
+    "PpOoVvSsLl2",
+    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pin|otp"
+    r"|(?:verification|security|one[- ]time|2fa|sms|login) (?:code|password))"
+    r"(?:\s*(?:code|number))?(?![A-Za-z])"
+    r"(?:\s*[:=]|\s+(?:is|was)(?![A-Za-z])\s*:?|\s*[是为])\s*"
+    # "password is required" talks about a password without giving one.
+    r"(?!(?:required|incorrect|wrong|invalid|expired|correct|reset|changed|the|a|an|not|too"
+    r"|my|your|same|set|strong|weak|also|still|now|ok|fine)(?![!-~])))"
+    rf"{_UNREDACTED}([!-~]+)",
+)
+# Without 是/：, only a run of 3+ ASCII characters counts, so 密码错了 or 密码8位 are left alone.
+_PASSWORD_ZH = _keyed(
+    "密口验校动Pp",
+    r"(?:密码|口令|验证码|校验码|动态码|(?i:pin)码)"
+    rf"(?:\s*(?:[是为:=]\s*){{1,2}}|\s*)(?=[!-~]{{3}})(?![:=]){_UNREDACTED}([!-~]+)",
+)
+_SECRET_PREFIXED = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}"
+    r"|[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{20,}|hf_[A-Za-z0-9]{30,}"
+    r"|(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])|xox[abprs]-[A-Za-z0-9-]{10,}"
+    r"|AIza[0-9A-Za-z_-]{30,}|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{5,})"
+)
+# A value named as a key or token must be long and hold a digit: "a token of appreciation".
+_SECRET_NAMED = _keyed(
+    "AaSsPpCcRrTtBb密秘令",
+    r"(?:(?i:(?<![A-Za-z0-9])(?:(?:api|access|secret|private|client|auth|refresh|session)[_ -]?"
+    r"(?:access[_ -]?)?(?:key|token|secret)|token|secret|bearer)(?![A-Za-z0-9]))"
+    r"|(?i:api)?密钥|秘钥|令牌)"
+    rf"\s*(?:(?:is|was)\s+|[:=是为]\s*)?[\"']?{_UNREDACTED}"
+    r"((?=[A-Za-z_.+/=~-]*[0-9])[A-Za-z0-9_.+/=~-]{16,})",
+)
+# The domain ends on a letter label, so a sentence's closing period stays outside.
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
+    r"\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
+)
+_IBAN = re.compile(
+    r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
+)
+_ACCOUNT_NAMED = _keyed(
+    "BbAa银账帐卡",
+    r"(?:(?i:(?<![A-Za-z])(?:(?:bank\s+)?account|acct|a/c)(?:\s*(?:number|no\.?|#))?(?![A-Za-z]))"
+    r"|银行账[号户]|账[号户]|帐[号户]|银行卡号?|卡号)"
+    r"\s*(?:(?:is|was)\s+|[:#=是为]\s*)?([0-9](?:[ -]?[0-9]){7,29})(?![0-9])",
+)
+_SSN = _keyed(
+    "0-9Ss",
+    r"(?<![A-Za-z0-9_-])(?!000|666|9)[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![A-Za-z0-9_-])"
+    r"|(?i:(?<![A-Za-z])(?:ssn|social security(?: number)?)(?![A-Za-z]))"
+    r"\s*(?:(?:is|was)\s+|[:#=]\s*)?([0-9]{3}[ -]?[0-9]{2}[ -]?[0-9]{4})(?![0-9])",
+)
+# Letters may touch it (ID110105...): the date and checksum keep this specific enough.
+_CN_ID = re.compile(
+    r"(?<![0-9])[1-9][0-9]{5} ?(?:18|19|20)[0-9]{2} ?[0-9]{4} ?[0-9]{3}[0-9Xx](?![0-9])"
+)
+# An 11-digit 1[3-9]x number is a mobile in nearly every Chinese text, so no keyword is needed.
+_CN_MOBILE = re.compile(r"(?<![0-9])(?:(?:\+|00)86[ -]?)?1[3-9][0-9](?:[ -]?[0-9]{4}){2}(?![0-9])")
+# Digit groups joined by single spaces or dashes; a number after "0." is a decimal, not a card.
+_DIGIT_RUN = re.compile(r"(?<![A-Za-z0-9_])(?<![0-9]\.)[0-9]+(?:[ -][0-9]+)*(?![A-Za-z0-9_])")
+# Every separator is non-empty, so the digit groups split one way only and matching is linear.
+_PHONE_RUN = re.compile(
+    r"(?<![A-Za-z0-9_+.])(?:\+ ?)?\(?[0-9]+(?:(?:\) ?|[ .-] ?\(?|\()[0-9]+){0,7}"
+)
+_PHONE_WORDS = _keyed(
+    "PpTtCcSsMmFfLlRrWwHh电手座固联号致打来热传",
+    r"(?i:(?<![A-Za-z])(?:(?:tele|cell|smart)?phones?|mobile|cell|tel|fax|landline|calls?|called"
+    r"|text me|reach me|whatsapp|contact|hotline|my number)(?![A-Za-z]))"
+    r"|电话|手机|座机|固话|联系方式|号码|致电|打给|来电|热线|传真",
+)
+# An ISO date followed by an hour reads as a valid number in both regions.
+_DATE = re.compile(r"(?:19|20)[0-9]{2}([-./])[01]?[0-9]\1[0-3]?[0-9](?![0-9])")
+_DOUBLED = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)  # a digit doubled, digits summed, for Luhn
+_PHONE_REACH = 48  # characters between a phone word (or a previous number) and a number
+_MAX_LOOKUPS = 200  # phonenumbers calls per text; past this, numbers near phone words count
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A span of sensitive data."""
+    """A span of sensitive data.
+
+    Attributes:
+        kind: One of the keys of `LABELS`.
+        start: Offset of the first sensitive character.
+        end: Offset just past the last one; for keyword forms only the value is covered.
+    """
 
     kind: str
     start: int
@@ -64,39 +154,152 @@ class Finding:
 
 def luhn_ok(digits: str) -> bool:
     """Return True if a digit string passes the Luhn checksum (payment cards)."""
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
+    backwards = digits[::-1]
+    total = sum(map(int, backwards[::2])) + sum(_DOUBLED[int(c)] for c in backwards[1::2])
     return total % 10 == 0
 
 
 def cn_id_ok(number: str) -> bool:
     """Return True if an 18-character Chinese resident ID has a valid check character."""
+    if len(number) != 18 or not (number[:17].isascii() and number[:17].isdigit()):
+        return False
     weights = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
     total = sum(int(c) * w for c, w in zip(number[:17], weights, strict=True))
     return "10X98765432"[total % 11] == number[17].upper()
 
 
-def find_sensitive(text: str) -> list[Finding]:
-    """Return the sensitive spans in text, in order, without overlaps."""
+def _cn_id_valid(value: str) -> bool:
+    number = value.replace(" ", "")
+    try:
+        born = date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
+    except ValueError:
+        return False
+    return date(1900, 1, 1) <= born <= date.today() and cn_id_ok(number)
+
+
+def _iban_valid(value: str) -> bool:
+    iban = value.replace(" ", "")
+    if not 15 <= len(iban) <= 34:
+        return False
+    return int("".join(str(int(c, 36)) for c in iban[4:] + iban[:4])) % 97 == 1
+
+
+def _not_a_date(value: str) -> bool:
+    return not _DATE.match(value)
+
+
+_CHECKED: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
+    ("password", _PASSWORD_EN, None),
+    ("password", _PASSWORD_ZH, None),
+    ("secret", _SECRET_PREFIXED, None),
+    ("secret", _SECRET_NAMED, None),
+    ("email", _EMAIL, None),
+    ("bank_account", _IBAN, _iban_valid),
+    ("bank_account", _ACCOUNT_NAMED, _not_a_date),
+    ("national_id", _SSN, None),
+    ("national_id", _CN_ID, _cn_id_valid),
+    ("phone", _CN_MOBILE, None),
+]
+
+
+def _cards(text: str) -> list[Finding]:
+    """Return Luhn-valid card numbers: one 13-19 digit group, or card-style groups of 3-6."""
     found: list[Finding] = []
-    for kind, pattern in _PATTERNS:
-        found.extend(Finding(kind, m.start(), m.end()) for m in pattern.finditer(text))
-    for m in _CN_ID.finditer(text):
-        if cn_id_ok(m.group()):
-            found.append(Finding("national_id", m.start(), m.end()))
-    found.extend(Finding("phone", m.start(), m.end()) for m in _CN_MOBILE.finditer(text))
-    phone_context = bool(_PHONE_WORDS.search(text))
-    for m in _DIGIT_RUN.finditer(text):
-        digits = re.sub(r"\D", "", m.group())
-        if 13 <= len(digits) <= 19 and luhn_ok(digits):
-            found.append(Finding("card", m.start(), m.end()))
-        elif 10 <= len(digits) <= 15 and (phone_context or m.group().startswith("+")):
-            found.append(Finding("phone", m.start(), m.end()))
-    found.sort(key=lambda f: (f.start, -f.end))
+    for run in _DIGIT_RUN.finditer(text):
+        if run.end() - run.start() < 13:
+            continue
+        groups = run.group().replace("-", " ").split(" ")
+        offsets = list(accumulate((len(g) + 1 for g in groups), initial=run.start()))
+        i = 0
+        while i < len(groups):
+            hit, digits = None, groups[i]
+            if 13 <= len(digits) <= 19 and luhn_ok(digits):
+                hit = i
+            elif 3 <= len(digits) <= 6:
+                for j in range(i + 1, len(groups)):
+                    digits += groups[j]
+                    if not 3 <= len(groups[j]) <= 6 or len(digits) > 19:
+                        break
+                    if len(digits) >= 13 and luhn_ok(digits):
+                        hit = j  # keep going: a longer number may pass as well
+            if hit is None:
+                i += 1
+                continue
+            found.append(Finding("card", offsets[i], offsets[hit] + len(groups[hit])))
+            i = hit + 1
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _valid_phones(chunk: str) -> tuple[tuple[int, int], ...]:
+    spans = {
+        (m.start, m.end)
+        for region in ("CN", "US")
+        for m in phonenumbers.PhoneNumberMatcher(chunk, region, phonenumbers.Leniency.VALID)
+    }
+    return tuple(sorted(spans))
+
+
+def _phones(text: str) -> list[Finding]:
+    """Return numbers `phonenumbers` accepts that start with + or sit near a phone word."""
+    starts: list[int] | None = None
+    ends: list[int] = []
+    found: list[Finding] = []
+    anchor = -_PHONE_REACH - 1  # a number listed right after another one is a phone too
+    lookups = 0
+    for m in _PHONE_RUN.finditer(text):
+        s, e = m.span()
+        if e - s < 7:
+            continue
+        n_digits = sum(c.isdigit() for c in m.group())
+        if n_digits < 7 or _DATE.match(m.group().lstrip("(+ ")):
+            continue
+        if starts is None:  # most texts have no long number, so look for the words lazily
+            words = [w.span() for w in _PHONE_WORDS.finditer(text)]
+            starts, ends = [w[0] for w in words], [w[1] for w in words]
+        i, j = bisect_right(ends, s), bisect_left(starts, e)
+        near = (
+            s - anchor <= _PHONE_REACH
+            or (i > 0 and s - ends[i - 1] <= _PHONE_REACH)
+            or (j < len(starts) and starts[j] - e <= _PHONE_REACH // 2)
+        )
+        if not (near or m.group().startswith("+")):
+            continue
+        if lookups >= _MAX_LOOKUPS:
+            # Over budget, so stay on the safe side rather than slow down every write.
+            if near and n_digits <= 15:
+                found.append(Finding("phone", s, e))
+                anchor = e
+            continue
+        lookups += 1
+        # The next few characters let phonenumbers reject a time such as 10:30.
+        for a, b in _valid_phones(text[s : e + 3]):
+            found.append(Finding("phone", s + a, s + b))
+            anchor = s + b
+    return found
+
+
+def find_sensitive(text: str) -> list[Finding]:
+    """Find the sensitive spans in a text.
+
+    Args:
+        text: Any text, in any language; full-width characters are understood.
+
+    Returns:
+        The spans in order, without overlaps. Where two overlap, the earlier (then the longer)
+        one is kept.
+    """
+    folded = text.translate(_FOLD)
+    found: list[Finding] = []
+    for kind, pattern, valid in _CHECKED:
+        for m in pattern.finditer(folded):
+            start, end = m.span(m.lastindex or 0)
+            while end > start + 1 and folded[end - 1] in _TRAILING:
+                end -= 1
+            if valid is None or valid(folded[start:end]):
+                found.append(Finding(kind, start, end))
+    found += _cards(folded) + _phones(folded)
+    found.sort(key=lambda f: (f.start, -f.end, _PRIORITY[f.kind]))
     out: list[Finding] = []
     for f in found:
         if not out or f.start >= out[-1].end:
@@ -105,15 +308,36 @@ def find_sensitive(text: str) -> list[Finding]:
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> str:
-    """Replace each sensitive span with a `[redacted <kind>]` marker."""
-    findings = find_sensitive(text) if findings is None else findings
-    for f in sorted(findings, key=lambda f: f.start, reverse=True):
-        text = f"{text[: f.start]}[redacted {f.kind}]{text[f.end :]}"
+    """Replace each sensitive span with a `[redacted <kind>]` marker.
+
+    Args:
+        text: The text to clean.
+        findings: Spans from `find_sensitive(text)`; found afresh when omitted.
+
+    Returns:
+        The text with the spans replaced. When the spans are found here, the result is screened
+        again until nothing is left, because a marker can close a gap (two clauses joined, a
+        value cut short) that hid something; so `redact(redact(x)) == redact(x)`.
+    """
+    for _ in range(1 if findings is not None else 4):
+        spans = find_sensitive(text) if findings is None else findings
+        if not spans:
+            break
+        for f in sorted(spans, key=lambda f: f.start, reverse=True):
+            text = f"{text[: f.start]}[redacted {f.kind}]{text[f.end :]}"
     return text
 
 
 def describe(kinds: list[str], zh: bool) -> str:
-    """Return a sentence telling the user what was deliberately not remembered."""
+    """Return a sentence telling the user what was deliberately not remembered.
+
+    Args:
+        kinds: Kinds from `Finding.kind`; repeats are mentioned once.
+        zh: Answer in Chinese rather than English.
+
+    Returns:
+        One sentence in parentheses.
+    """
     names = [LABELS.get(k, (k, k))[1 if zh else 0] for k in dict.fromkeys(kinds)]
     if zh:
         return f"（隐私保护：我没有记住你提到的{'、'.join(names)}。）"
