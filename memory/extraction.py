@@ -476,7 +476,7 @@ _RETRACT_EN = re.compile(
     re.I,
 )
 _ZH_LEAD = (
-    r"^(?:(?:请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有)[，, ]*)*"
+    r"^(?:(?:请问|请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有)[，, ]*)*"
 )
 _FORGET_ZH: list[re.Pattern[str]] = [
     re.compile(
@@ -493,16 +493,19 @@ _FORGET_ZH: list[re.Pattern[str]] = [
         r"(?:记住|记着|记下|记录|记|保存|存下|存)(?:下来|住)?(?P<q>.*)$"
     ),
     re.compile(
-        r"^(?P<q>.+?)(?:就)?(?:不用|不要|别|不必|无需)(?:再)?(?:记住|记着|记下|记录|记)(?:了|啦|吧)*$"
+        _ZH_LEAD + r"(?P<q>.+?)(?:就)?(?:不用|不要|别|不必|无需)(?:再)?"
+        r"(?:记住|记着|记下|记录|记)(?:了|啦|吧)*$"
     ),
     re.compile(
         _ZH_LEAD
-        + r"(?:不要|别|不许|不准|不用)(?:再)?(?:提|提起|说起|提到|讲)(?P<q>.*?)(?:了|啦|吧)*$"
+        + r"(?:不要|别|不许|不准|不用)(?:再)?(?:提起|提到|提|说起|讲)(?P<q>.*?)(?:了|啦|吧)*$"
     ),
 ]
 _RETRACT_ZH = re.compile(
     _ZH_LEAD + r"(?:就)?(?:当我没说(?:过)?|撤回(?:刚才|刚刚|上一句)?(?:的话|那句)?"
-    r"|收回(?:刚才|刚刚)?(?:的话|那句))"
+    r"|收回(?:刚才|刚刚)?(?:的话|那句)"
+    r"|(?:刚才|刚刚|上一句|最后一句|这句|那句)(?:说的|那句|这句|的)?(?:话)?(?:给|就)?"
+    r"(?:删掉|删了|删除|去掉|忘掉|忘了|撤回|不算))"
     r"(?:吧|了|啊)*$"
 )
 
@@ -514,6 +517,10 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     question word in it. An empty query means "what I just said".
     """
     s = sentence.strip().rstrip("。.!！?？~～")
+    if _ASKS_DONE.search(s):
+        return []  # "你忘了吗？" asks whether something was forgotten
+    # "…删掉吗？", "…, please?": how it is asked does not change what is asked.
+    s = _POLITE_END.sub("", s) or s
     if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
         return [ForgetRequest(query="")]
     for pat in _FORGET_ZH if has_cjk(s) else _FORGET_EN:
@@ -523,8 +530,18 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        return [ForgetRequest(query=_clean(m.group("q") or ""))]
+        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], _clean(m.group("q") or ""))
+        return [ForgetRequest(query=query)]
     return []
+
+
+_ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了(?:吗|么|没有?)$")
+_POLITE_END = re.compile(
+    r"(?i)(?:[,，\s]+(?:please|thanks|thank you|ok|okay)"
+    r"|[，,]?(?:好吗|好不好|可以吗|行吗|吗|呢|谢谢))+$"
+)
+# "my email address" names the email, not where the user lives (the `address` alias).
+_EMAIL_ADDRESS = re.compile(r"(?i)\b(e-?mail|mail)\s+address\b|(邮箱|电子邮件|邮件)地址")
 
 
 _ABOUT_MEMORY = re.compile(

@@ -41,6 +41,8 @@ _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
     "城市": ("profile.city",),
     "name": ("profile.name",),
     "名字": ("profile.name",),
+    "叫什么": ("profile.name",),
+    "叫啥": ("profile.name",),
     "job": ("work.",),
     "work": ("work.",),
     "employer": ("work.company",),
@@ -53,6 +55,9 @@ _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
     "过敏": ("health.allergy",),
     "phone": ("contact.",),
     "email": ("contact.",),
+    "email address": ("contact.",),
+    "邮箱地址": ("contact.",),
+    "电子邮件地址": ("contact.",),
     "电话": ("contact.",),
     "邮箱": ("contact.",),
     "birthday": ("profile.birthday",),
@@ -62,9 +67,10 @@ _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
 _DEICTIC = re.compile(
     r"^(?:it|that|this|those|these|that one|this one|the last one|all that|all of that"
     r"|(?:what|everything|the thing|the last thing)(?: that)? i (?:just |last )?"
-    r"(?:said|told you|mentioned|wrote)"
+    r"(?:said|told you|mentioned|wrote)|i (?:just )?(?:said|told you|mentioned) (?:that|this|it)"
     r"|这个|这|那个|那|这件事|那件事|这些|那些|它|这句|那句|这句话|那句话|上一句|最后一句"
-    r"|(?:我)?(?:刚才|刚刚|方才|之前)(?:说|讲|提|告诉你)?(?:的|过的)?(?:话|那句|内容|事|东西)?)$",
+    r"|(?:我)?(?:刚才|刚刚|方才|之前)(?:说|讲|提|告诉你)?(?:的|过的)?(?:那句|这句)?"
+    r"(?:话|内容|事|东西)?)$",
     re.I,
 )
 
@@ -215,7 +221,9 @@ def reconcile(
     for old in rivals:
         later = said_at(new) > said_at(old)
         gap = new.confidence - old.confidence
-        if (later and gap >= 0) or gap > policy.conflict_margin:
+        # Later and not clearly less sure: restating Berlin twice (confidence up) must not
+        # keep it against a later "I moved to Munich".
+        if (later and gap >= -policy.conflict_margin) or gap > policy.conflict_margin:
             changes.append(_supersede(old, new, now))
             previous = old
         elif abs(gap) <= policy.conflict_margin:
@@ -276,14 +284,12 @@ def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
     query = _forget_query(request)
     low = query.casefold()
     prefixes = [request.subject] if request.subject else []
-    for word, subjects in _FORGET_ALIASES.items():
-        found = (
-            re.search(rf"(?<![a-z]){re.escape(word)}(?![a-z])", low)
-            if word.isascii()
-            else (word in low)
-        )
-        if found:
-            prefixes.extend(subjects)
+    # Longest first, each match used up: "email address" is not also an "address".
+    for word in sorted(_FORGET_ALIASES, key=len, reverse=True):
+        pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
+        if re.search(pattern, low):
+            prefixes.extend(_FORGET_ALIASES[word])
+            low = re.sub(pattern, " ", low)
     return phrase_of(query), tuple(dict.fromkeys(prefixes))
 
 
@@ -312,9 +318,7 @@ def forget_targets(
     """
     # Summaries are cut line by line by the caller, never forgotten whole from here.
     live = [
-        r
-        for r in records
-        if r.status in ("active", "candidate", "archived") and not is_summary(r)
+        r for r in records if r.status in ("active", "candidate", "archived") and not is_summary(r)
     ]
     if is_deictic(_forget_query(request)):
         said = [[r for r in live if mid in r.source.message_ids] for mid in latest]

@@ -31,7 +31,8 @@ _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 # Leading words of a Chinese phrase that name the speaker or a relation, not content.
 _ZH_HEAD = re.compile(r"^(?:关于|有关|我的|我们的|用户的|我们|用户|我|的)+")
 _ZH_TAIL = re.compile(
-    r"(?:的事情|的事|这件事|那件事|的信息|的资料|的记录|这些|这个|那个|哪里|哪儿|什么|的|了|吧|啊|呀)+$"
+    r"(?:的事情|的事|这件事|那件事|的信息|的资料|的记录|这条记录|这一条|这条|那条|这些|这个|那个"
+    r"|哪里|哪儿|什么|的|了|吧|啊|呀|吗|呢)+$"
 )
 # Verbs that sit between the speaker and the thing: 我[喜欢]猫, 我[住在]成都.
 _ZH_VERB = re.compile(
@@ -42,7 +43,7 @@ _ZH_VERB = re.compile(
 _ZH_LEFT = frozenset(
     "的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是到去住叫用吃喝养爱欢厌做当我你他她它们从于自"
 )
-_ZH_RIGHT = frozenset("的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是过着市省县区里上")
+_ZH_RIGHT = frozenset("的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是过着市省县区里上这那")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,14 @@ def phrase_of(text: str) -> Phrase:
 
 
 def _has_zh_word(text: str, word: str) -> bool:
+    """Return True if `word` is in `text` as a word of its own.
+
+    A single character needs a boundary on both sides (猫 is not in 熊猫 or 猫头鹰); a
+    longer word on one side at least, since a verb or measure word may stand right
+    before it (配龙井茶, 一名护士) and a verb right after it (在阿里巴巴工作).
+    """
+    # A verb alone ("住在" of "我住在哪里") is not a thing: it must stand clear on both sides.
+    one_side = len(word) > 1 and not _ZH_VERB.fullmatch(word)
     start = text.find(word)
     while start >= 0:
         end = start + len(word)
@@ -92,7 +101,7 @@ def _has_zh_word(text: str, word: str) -> bool:
         after = text[end] if end < len(text) else ""
         left = not before or not _CJK.match(before) or before in _ZH_LEFT
         right = not after or not _CJK.match(after) or after in _ZH_RIGHT
-        if left and right:
+        if (left and right) or (one_side and (left or right)):
             return True
         start = text.find(word, start + 1)
     return False
@@ -126,11 +135,14 @@ def key_phrase(record: MemoryRecord) -> Phrase:
     """
     value = record.value if isinstance(record.value, str) else ""
     if normalize_text(value) and value.casefold() not in _GENERIC_VALUES:
-        return phrase_of(value)
+        said = phrase_of(value)
+        # A value in other words than the content ("vegetarian" for 用户吃素) finds no copy.
+        if states(record.content, said):
+            return said
     tail = record.subject.rsplit(".", 1)[-1]
     if record.kind != "episode" and normalize_text(tail) and tail not in _GENERIC_VALUES:
         if _CJK.search(tail):
-            return Phrase(frozenset(), (tail,))
+            return Phrase(frozenset(), (_zh_core(tail) or tail,))
         # A slug joins words ("koreanfood"): match the content's words instead.
         if tail.isalpha() and re.search(rf"(?i)\b{re.escape(tail)}\b", record.content):
             return Phrase(frozenset({stem(tail.casefold())}), ())

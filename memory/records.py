@@ -41,11 +41,13 @@ def check_user_id(user_id: object) -> str:
         user_id: The id as it came from the runtime context, a CLI flag or an API call.
 
     Returns:
-        The id in Unicode NFC form.
+        The id in Unicode NFC form (composed characters: `e` + U+0301 becomes `é`).
 
     Raises:
-        InvalidUserId: If the id is empty, too long or has characters outside
-            letters, digits, `_`, `-`, `@`, `+` and `:`.
+        InvalidUserId: If the id is empty, too long, has a space or an invisible character
+            anywhere (Unicode categories Z* and C*: spaces, tabs, no-break and zero-width
+            spaces, controls), or has characters outside letters, digits, `_`, `-`, `@`,
+            `+` and `:`.
 
     """
     if not isinstance(user_id, str) or not user_id.strip():
@@ -53,16 +55,31 @@ def check_user_id(user_id: object) -> str:
             "user_id is empty: pass the user through the run context, e.g. "
             "context={'user_id': 'alice'}"
         )
-    norm = unicodedata.normalize("NFC", user_id.strip())
+    norm = unicodedata.normalize("NFC", user_id)
     if len(norm) > MAX_USER_ID_CHARS:
         raise InvalidUserId(f"user_id is {len(norm)} characters; the limit is {MAX_USER_ID_CHARS}")
-    if not _USER_ID_RE.match(norm):
-        bad = sorted({c for c in norm if not _USER_ID_RE.match(c)})
-        raise InvalidUserId(
-            f"user_id {user_id!r} contains {''.join(bad)!r}: use letters, digits "
-            "(any script), '_', '-', '@', '+' or ':'"
+    # fullmatch: `$` alone would let a trailing newline through.
+    if _USER_ID_RE.fullmatch(norm):
+        return norm
+    # Never trimmed: "alice " quietly becoming "alice" would hand one caller another's
+    # memories, and an invisible character makes two ids that look the same.
+    hidden = dict.fromkeys(c for c in norm if unicodedata.category(c)[0] in "ZC")
+    if hidden:
+        kinds = {"Cc": "CONTROL", "Cs": "SURROGATE", "Co": "PRIVATE USE", "Cn": "UNASSIGNED"}
+        names = ", ".join(
+            f"{c!r} (U+{ord(c):04X} "
+            f"{unicodedata.name(c, '') or kinds.get(unicodedata.category(c), 'UNNAMED')})"
+            for c in hidden
         )
-    return norm
+        raise InvalidUserId(
+            f"user_id {user_id!r} contains {names}: spaces and invisible characters are "
+            "refused, not trimmed; remove them"
+        )
+    bad = sorted({c for c in norm if not _USER_ID_RE.match(c)})
+    raise InvalidUserId(
+        f"user_id {user_id!r} contains {''.join(bad)!r}: use letters, digits "
+        "(any script), '_', '-', '@', '+' or ':'"
+    )
 
 
 def namespace(user_id: str, kind: str | None = None) -> tuple[str, ...]:

@@ -668,7 +668,7 @@ class MemoryService:
                 else:
                     step.append(forget(r, now))
             step += self._cascade(user_id, step, now, phrases=phrases, records=records)
-            if not step:
+            if not targets:
                 changes.append(Change("unmatched", _probe(user_id, req.query), note=req.query))
             self._write(user_id, step)
             changes.extend(step)
@@ -944,27 +944,52 @@ class MemoryService:
         self.lexical.advance(user_id, old, new)
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, ids))
 
+    MAX_IMPORT_CONTENT_CHARS = 4_000
+    """Longest `content` an imported row may have: twice the longest the agent itself writes
+    (raw turns are kept cut to 2,000 characters, other memories to 500), far below what would
+    stall cleaning, indexing or embedding a row."""
+
     @_per_user
     def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
         """Write exported records for a user (their `user_id` is replaced by this one).
 
-        Rows without an `agent_id` are recorded as written by this service's agent.
+        Rows without an `agent_id` are recorded as written by this service's agent. Every
+        row is checked before anything is written, so a refused file leaves no trace.
 
         Raises:
-            ValueError: If a row is not a valid memory record (nothing is written then).
+            ValueError: If a row is not a valid memory record, its `content` is longer than
+                `MAX_IMPORT_CONTENT_CHARS`, or two rows have the same `id` (one would
+                silently overwrite the other, so the file is refused and neither is kept;
+                the message names the id and both row numbers). Nothing is written then.
             AccessDenied: If the access policy does not let this agent write a row
                 (nothing is written then).
 
         """
         user_id = check_user_id(user_id)
+        limit = self.MAX_IMPORT_CONTENT_CHARS
         records = []
+        row_of: dict[str, int] = {}
         for n, row in enumerate(rows, 1):
+            # Checked before validation: cleaning a multi-megabyte text alone takes seconds.
+            content = row.get("content") if isinstance(row, dict) else None
+            if isinstance(content, str) and len(content) > limit:
+                raise ValueError(
+                    f"record {n} has {len(content):,} characters of content; the limit is "
+                    f"{limit:,}. Shorten or split it, then import again (nothing was imported)"
+                )
             try:
                 rec = MemoryRecord.model_validate(
                     {"agent_id": self.agent_id, **row, "user_id": user_id}
                 )
             except Exception as exc:
                 raise ValueError(f"record {n} is not a memory record: {exc}") from exc
+            if rec.id in row_of:
+                raise ValueError(
+                    f"id {rec.id!r} is used twice, by records {row_of[rec.id]} and {n}: give "
+                    "one of them another id or remove it, then import again (nothing was "
+                    "imported)"
+                )
+            row_of[rec.id] = n
             try:
                 check_write(self.access, self.agent_id, rec)
             except AccessDenied as exc:

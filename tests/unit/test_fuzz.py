@@ -361,7 +361,7 @@ async def test_a_one_megabyte_message_is_refused_and_nothing_is_lost(
         kept = [(m.id, m.content) for m in first["messages"]]
         text = big_message(unit)
         assert len(text) == MEGABYTE
-        with pytest.raises(InvalidMessage, match=r"1,048,576 characters; the limit is 32,000"):
+        with pytest.raises(InvalidMessage, match=r"1,048,576 characters; the limit is 16,000"):
             await run(graph, "ann", "t", text)
         kept_memories = await svc.alist("ann", include_inactive=True)
         assert [r.content for r in kept_memories if r.kind != "episode"] == ["User lives in Oslo."]
