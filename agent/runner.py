@@ -25,7 +25,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import pending_messages
 from graphs.state import InputState, State
-from memory.backends import Backends, aopen_backends
+from memory.backends import Backends, aopen_backends, aprune_history
 from memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -111,6 +111,8 @@ class Session:
                     first = first or time.perf_counter() - started
                     if on_reply is not None:
                         on_reply(str(message.content))
+            if out.get("scrubbed"):
+                await aprune_history(self.backends.checkpointer, thread_id)
         reply = next(
             (m for m in reversed(out.get("messages", [])) if isinstance(m, AIMessage)), None
         )
@@ -159,6 +161,8 @@ class Session:
                 return []
             await self.graph.aupdate_state(config, {"flush": True}, as_node="chat")
             out = await self.graph.ainvoke(None, config, context=Context(user_id=user))
+            if out.get("scrubbed"):
+                await aprune_history(self.backends.checkpointer, thread_id)
         return list(out.get("saved", []))
 
     async def flush_all(self) -> None:

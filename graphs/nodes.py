@@ -443,6 +443,7 @@ class MemoryNodes:
             update["messages"] = [*update.get("messages", []), note]
         asked = [forget_phrase(r)[0] for r in extraction.forget if not is_deictic(r.query)]
         cleaned = self._clean_thread(state, changes, pending, asked)
+        update["scrubbed"] = bool(cleaned["messages"])
         update["messages"] = [*cleaned.pop("messages", []), *update.get("messages", [])]
         update.update(cleaned)
         if any(c.action in ("forgotten", "unmatched") for c in changes):

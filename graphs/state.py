@@ -51,3 +51,7 @@ class State(InputState, total=False):
 
     flush: bool
     """Set by a background flush: run extract and save after chat now."""
+
+    scrubbed: bool
+    """Set by save when it redacted or marked messages of this thread: the thread's earlier
+    checkpoints still hold the words (`agent.runner` prunes them)."""

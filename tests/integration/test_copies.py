@@ -339,6 +339,9 @@ async def test_sensitive_values_reach_no_copy(
     state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-a"}})
     thread = json.dumps([str(m.content) for m in state.values["messages"]], ensure_ascii=False)
     assert secret not in thread  # redacted in the checkpoint once the turn was answered
+    config = {"configurable": {"thread_id": f"{user}-a"}}
+    history = [c async for c in session.graph.aget_state_history(config)]
+    assert secret not in json.dumps([str(c.values) for c in history], ensure_ascii=False)
     reply, recalled = await ask(session, user, "我的联系方式是什么？ What is my contact info?")
     assert secret not in reply and not any(secret in c for c in recalled)
 
