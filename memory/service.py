@@ -944,10 +944,10 @@ class MemoryService:
         self.lexical.advance(user_id, old, new)
         self._index_call(user_id, "delete", lambda: self._index_delete(user_id, ids))
 
-    MAX_IMPORT_CONTENT_CHARS = 4_000
-    """Longest `content` an imported row may have: twice the longest the agent itself writes
-    (raw turns are kept cut to 2,000 characters, other memories to 500), far below what would
-    stall cleaning, indexing or embedding a row."""
+    MAX_IMPORT_CONTENT_CHARS = 20_000
+    """Longest `content` an imported row may have. What the agent writes is far shorter
+    (raw turns are cut to 2,000 characters, other memories to 500) and embedding reads only
+    a text's start, but a multi-megabyte row would still stall cleaning and indexing."""
 
     @_per_user
     def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
