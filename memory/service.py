@@ -709,7 +709,10 @@ class MemoryService:
         for c in ended:
             for tid in _turn_ids(user_id, c.record):
                 turn = turns.get(tid)
-                if turn is None or tid in done or turn.status not in ("active", "archived"):
+                # A hard delete reaches copies already forgotten or superseded too.
+                live = ("active", "archived") if not hard else ("active", "archived",
+                        "forgotten", "superseded", "expired")  # fmt: skip
+                if turn is None or tid in done or turn.status not in live:
                     continue
                 done.add(tid)
                 if c.action == "forgotten":
@@ -725,7 +728,8 @@ class MemoryService:
         if phrases:
             if records is None:
                 records = self._scan(user_id, include_inactive=True, kind="episode")
-            summaries = [r for r in records if is_summary(r) and r.status == "active"]
+            statuses = ("active",) if not hard else ("active", "forgotten", "superseded")
+            summaries = [r for r in records if is_summary(r) and r.status in statuses]
             for summary in (r for r in summaries if r.id not in done):
                 lines = summary.content.split("\n")
                 kept = [ln for ln in lines if not any(states(ln, p) for p in phrases)]
@@ -924,7 +928,7 @@ class MemoryService:
         now = utcnow()
         change = forget(rec, now)
         phrases = [] if is_raw_turn(rec) else [key_phrase(rec)]
-        copies = self._cascade(user_id, [change], now, phrases=phrases)
+        copies = self._cascade(user_id, [change], now, phrases=phrases, hard=hard)
         if hard:
             # Only what was targeted: the record, the raw turns it was said in, and summary
             # lines that state it (cut, or the summary dropped when nothing else is left).
