@@ -24,6 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langgraph.config import get_config
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
 from langgraph.runtime import Runtime
 
@@ -34,7 +35,7 @@ from graphs.tools import TOOLS, apply_working_memory, render_working_memory
 from graphs.window import ContextOverflow, build_window, tokens
 from graphs.window import _turns as _split_turns
 from memory.access import AccessPolicy, describe_refused
-from memory.block import format_block
+from memory.block import format_block, quote
 from memory.extraction import (
     Extraction,
     asks_to_forget,
@@ -71,6 +72,8 @@ for _name in ("system", "extract", "summary"):  # read templates now, not from i
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
 QUERY_CONTEXT_MESSAGES = 2
+RELATED_MEMORIES = 10
+"""How many remembered memories the extraction prompt is shown."""
 LATEST_STATEMENTS = 3
 """How many earlier user messages "forget that" may reach back to."""
 FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
@@ -297,6 +300,7 @@ class MemoryNodes:
         try:
             model = await self._model(runtime)
             runnable = model.with_structured_output(SUMMARY_SCHEMA, include_raw=True)
+            runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
             out = await runnable.ainvoke(
                 [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
             )
@@ -376,13 +380,31 @@ class MemoryNodes:
         if messages and isinstance(messages[-1], AIMessage) and messages[-1].name != "memory":
             exchange.append(AIMessage(_text(messages[-1])))
         lang = "zh" if has_cjk(_text(pending[-1])) else "en"
-        system = SystemMessage(prompts.render("extract", lang, now=_turn_time(state).isoformat()))
+        # What is already remembered on these subjects: a real model then reuses the subject
+        # (or names the id) of what a new statement changes, and reconcile can supersede it.
+        service = await self._service(runtime)
+        said = "\n".join(_text(m)[:500] for m in pending)
+        related = await service.asearch(user_of(runtime.context), said, RELATED_MEMORIES)
+        existing = "\n".join(
+            f"  - id {r.record.id} · {r.record.subject}: {quote(r.record.content)}"
+            for r in related
+            if r.record.kind != "episode"
+        )
+        system = SystemMessage(
+            prompts.render(
+                "extract",
+                lang,
+                now=_turn_time(state).isoformat(),
+                existing=existing or ("  （无）" if lang == "zh" else "  (nothing yet)"),
+            )
+        )
         try:
             # A JSON schema, not the class: the client then returns a dict instead of
             # validating inside the call, so one bad item does not cost the good ones.
             runnable = (await self._model(runtime)).with_structured_output(
                 EXTRACTION_SCHEMA, include_raw=True
             )
+            runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
             out = await runnable.ainvoke([system, *exchange])
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)

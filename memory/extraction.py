@@ -47,6 +47,11 @@ class CandidateMemory(BaseModel):
     event_date: str | None = Field(
         default=None, description="For events: the ISO date (YYYY-MM-DD) it happens on."
     )
+    updates: str | None = Field(
+        default=None,
+        description="The id of an already remembered memory this statement changes (from the "
+        "list of what is remembered), e.g. a new city for the one on record.",
+    )
     replaces: str | None = Field(
         default=None,
         description="For a negation ('I no longer drink coffee'): the words of the earlier "

@@ -633,6 +633,8 @@ class MemoryService:
                     continue
                 new.content = redact(new.content)
                 new.value = redact(str(new.value)) if new.value is not None else None
+            if cand.updates:
+                new.subject = self._updated_subject(user_id, new, cand.updates)
             new.scope = access_scope(self.access, self.agent_id, new.subject)
             replaced = None
             if cand.replaces:
@@ -743,6 +745,17 @@ class MemoryService:
                 summary.updated_at = now
                 out.append(Change("edited", summary, note="summary without what was forgotten"))
         return out
+
+    def _updated_subject(self, user_id: str, new: MemoryRecord, updates: str) -> str:
+        """Return the subject a candidate takes from the memory it says it updates.
+
+        Only an active memory of this user and kind counts; any other id (made up, another
+        user's, another kind) is ignored and the candidate keeps its own subject.
+        """
+        found = self._get_many(user_id, [(new.kind, updates)]).get(updates)
+        if found is None or found.status != "active" or not self._may_read(found):
+            return new.subject
+        return found.subject
 
     def _refusal(self, new: MemoryRecord, step: builtins.list[Change]) -> Change | None:
         """Return a `refused` change if the access policy forbids any change in `step`.
