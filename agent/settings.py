@@ -169,6 +169,8 @@ class Settings:
             archive_turns=(env.get("MEMORY_AGENT_ARCHIVE_TURNS") or "true").lower()
             not in ("0", "false", "no", "off"),
             sensitive=cast(Literal["drop", "redact"], sensitive),
+            redact_thread=(env.get("MEMORY_AGENT_REDACT_THREAD") or "true").lower()
+            not in ("0", "false", "no", "off"),
         )
         access_file = env.get("MEMORY_AGENT_ACCESS_POLICY") or None
         try:

@@ -359,3 +359,18 @@ async def test_hard_forget_deletes_the_record_and_its_raw_turn_only(
     assert {"User likes team sports.", "I like team sports.", "I love Korean food."} <= {
         r.content for r in left
     }
+
+
+async def test_thread_redaction_can_be_turned_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMORY_AGENT_REDACT_THREAD", "false")
+    monkeypatch.setenv("MEMORY_AGENT_HOME", str(tmp_path / "plain"))
+    settings = Settings.from_env()
+    assert settings.policy.redact_thread is False
+    async with open_session(settings, setup=True) as session:
+        await session.turn("ann", "ann-a", "我的电话是13812345678")
+        state = await session.graph.aget_state({"configurable": {"thread_id": "ann-a"}})
+        assert "13812345678" in str(state.values["messages"][0].content)  # the thread keeps it
+        exported = json.dumps(await session.service.aexport("ann"), ensure_ascii=False)
+        assert "13812345678" not in exported  # memory still never does
