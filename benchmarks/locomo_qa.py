@@ -1,0 +1,714 @@
+"""Answer accuracy on LoCoMo, judged by an LLM: memory on vs memory off vs the full history.
+
+    python benchmarks/locomo_qa.py --model openai:gpt-4o-mini --judge openai:gpt-4o-mini
+        [--base-url URL] [--api-key KEY] [--judge-base-url URL] [--judge-api-key KEY]
+        [--data PATH] [--limit-conversations N] [--limit-questions N] [--k 8]
+        [--concurrency 4] [--out results.json] [--chart results.png]
+        [--price-in USD] [--price-out USD] [--dry-run-cost]
+
+Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
+by `agent.models.make_chat_model` exactly as the agent builds them; ``--base-url`` points
+them at a local server). The key is ``--api-key`` or ``OPENAI_API_KEY``; the judge uses
+``--judge-base-url`` / ``--judge-api-key`` when given, else the model's (``--judge-base-url
+none``: OpenAI's own endpoint while the model runs elsewhere).
+
+Every non-adversarial question (category 5 excluded, as in ``locomo.py``) is asked after the
+whole conversation ("now" = one day after the last session), by three systems that send the
+same system prompt (``prompts/system.en.md``) and the question as the user message:
+
+* ``memory_on``: the product's memory. Per conversation, a `MemoryService` over a temp
+  `SqliteStore` and an embedded Chroma (bundled local embedder) holds the conversation as
+  one user's memories: each session's turns archived with `MemoryService.archive_turns`,
+  as ``locomo.py``'s ``service`` system does. Per question, `MemoryService.search(user,
+  question, k)` recalls and `memory.block.format_block` formats the memory block, as the
+  graph's ``load_memory`` node does; "(nothing yet)" when nothing is recalled, as its chat
+  node shows;
+* ``memory_off``: no memory, the block says "(nothing yet)";
+* ``full_history``: no memory block; the whole transcript (every session, dated) in the
+  prompt's short-term slot.
+
+The judge (``prompts/judge.en.md``; LLM-as-judge as in the mem0 paper) gets the question,
+the gold answer and the generated answer and replies CORRECT or WRONG; anything else, and a
+failed call, counts as wrong (and is counted). Reported per system: accuracy overall and per
+category, prompt tokens per question (from the responses' ``usage``; estimated with
+``count_tokens_approximately`` where a response has none), latency per question (the answer
+call, plus recall for ``memory_on``; with ``--concurrency`` calls in flight), and the same-run
+ratios of memory on to the full history (tokens) and to memory off (accuracy).
+
+Before any call the run logs a cost estimate (calls, tokens, USD at ``--price-in`` /
+``--price-out`` per million tokens); ``--dry-run-cost`` prints it and makes no call. Prompt
+tokens in the estimate are counted on the exact prompts (the memory blocks are recalled for
+real, locally); answer lengths are an assumption (``--assume-answer-tokens``).
+
+Prints one JSON object on stdout (progress goes to stderr); ``--out`` also writes it with
+every question's answers and verdicts; ``--chart`` draws accuracy by category and tokens per
+question (PNG, needs matplotlib: in the ``dev`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+# `_common` drops these from the environment (nothing may leave the machine by accident);
+# this benchmark is the one that calls a model on purpose, so it reads them first.
+_ENV = {name: os.environ.get(name) for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
+from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
+from locomo import (  # noqa: E402  (one LoCoMo reader)
+    CATEGORIES,
+    DEFAULT_DATA,
+    SERVICE_TURN_TTL,
+    Conversation,
+    ingest_service,
+    load,
+)
+
+import prompts  # noqa: E402
+from memory.block import format_block  # noqa: E402
+
+SYSTEMS = ("memory_on", "memory_off", "full_history")
+NOTHING = "(nothing yet)"
+"""What the graph's chat node puts in the memory block when nothing was recalled."""
+HISTORY_HEADING = "The whole conversation so far, every session in order:"
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class QA:
+    conv: int
+    index: int
+    question: str
+    answer: str
+    category: int
+
+
+@dataclass
+class Item:
+    """One question, with what the three systems need to ask it."""
+
+    qa: QA
+    now: datetime
+    block: str
+    history: str
+    recall_s: float
+    recalled: int
+    est_tokens: dict[str, int] = field(default_factory=dict)
+
+
+def load_questions(
+    data: Path,
+) -> tuple[list[Conversation], list[list[QA]], list[dict[str, int]]]:
+    """Conversations (`locomo.load`) and, per conversation, its questions with gold answers.
+
+    Category 5 (adversarial) is left out; evidence is not needed to grade an answer, so
+    questions without cited evidence are kept (unlike the recall benchmark).
+    """
+    convs, _ = load(data, None)
+    raw = json.loads(data.read_text(encoding="utf-8"))
+    per_conv: list[list[QA]] = []
+    left_out: list[dict[str, int]] = []
+    for ci, item in enumerate(raw):
+        qas: list[QA] = []
+        skipped = {"adversarial": 0, "no_answer": 0}
+        for qi, qa in enumerate(item["qa"]):
+            category = qa.get("category")
+            if category == 5:
+                skipped["adversarial"] += 1
+                continue
+            if category not in CATEGORIES or qa.get("answer") in (None, ""):
+                skipped["no_answer"] += 1
+                continue
+            qas.append(QA(ci, qi, str(qa["question"]), str(qa["answer"]), int(category)))
+        per_conv.append(qas)
+        left_out.append(skipped)
+    return convs, per_conv, left_out
+
+
+def transcript(conv: Conversation) -> str:
+    """Every turn of every session, with the session's date, as the full-history prompt has it."""
+    lines: list[str] = []
+    last = None
+    for t in conv.turns:
+        if t.session != last:
+            if lines:
+                lines.append("")
+            lines.append(f"[session {t.session}, {t.said_at:%Y-%m-%d %H:%M}]")
+            last = t.session
+        lines.append(t.content)
+    return "\n".join(lines)
+
+
+# --- prompts ------------------------------------------------------------------------------------
+
+
+def answer_messages(system: str, item: Item) -> list[BaseMessage]:
+    """The messages `system` sends for `item`: system prompt with its context, the question."""
+    block = item.block if system == "memory_on" and item.block else NOTHING
+    short_term = f"{HISTORY_HEADING}\n\n{item.history}" if system == "full_history" else ""
+    text = prompts.render(
+        "system", "en", now=item.now.isoformat(), memory_block=block, short_term=short_term
+    )
+    return [SystemMessage(text), HumanMessage(item.qa.question)]
+
+
+def judge_messages(qa: QA, answer: str) -> list[BaseMessage]:
+    return [HumanMessage(prompts.render("judge", "en", question=qa.question, gold=qa.answer,
+                                        answer=answer))]  # fmt: skip
+
+
+_WRONG = re.compile(r"\b(WRONG|INCORRECT)\b")
+_CORRECT = re.compile(r"\bCORRECT\b")
+
+
+def parse_verdict(text: str) -> bool | None:
+    """CORRECT → True, WRONG → False, anything else → None (counted as wrong)."""
+    upper = text.upper()
+    if _WRONG.search(upper):
+        return False
+    if _CORRECT.search(upper):
+        return True
+    return None
+
+
+def message_text(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return "".join(
+            p.get("text", "") if isinstance(p, dict) else str(p) for p in content
+        ).strip()
+    return str(content).strip()
+
+
+# --- preparation (local, free) ------------------------------------------------------------------
+
+
+def prepare(
+    convs: list[Conversation], per_conv: list[list[QA]], *, k: int, tmp: str
+) -> tuple[list[Item], dict[str, Any]]:
+    """Ingest each conversation into its own memory service and recall for each question."""
+    from langgraph.store.sqlite import SqliteStore
+
+    from memory.embeddings import make_embedder
+    from memory.index import ChromaIndex
+    from memory.lifecycle import Policy
+    from memory.service import MemoryService
+
+    embedder = make_embedder("local")
+    embedder.embed(["warm up"])
+    items: list[Item] = []
+    stats: dict[str, Any] = {"turns": 0, "turns_archived": 0, "ingest_seconds": 0.0,
+                             "history_tokens": [], "block_tokens": []}  # fmt: skip
+    for ci, conv in enumerate(convs):
+        questions = per_conv[ci]
+        if not questions:
+            continue
+        user = f"locomo-{ci}"
+        svc_dir = Path(tmp) / f"service-{ci}"
+        svc_dir.mkdir()
+        conn = sqlite3.connect(str(svc_dir / "store.sqlite"), check_same_thread=False,
+                               isolation_level=None)  # fmt: skip
+        store = SqliteStore(conn)
+        store.setup()
+        service = MemoryService(
+            store,
+            ChromaIndex.open(embedder, path=str(svc_dir / "chroma")),
+            policy=Policy(turn_ttl=SERVICE_TURN_TTL),
+        )
+        t0 = time.perf_counter()
+        stats["turns_archived"] += ingest_service(service, user, conv)
+        stats["ingest_seconds"] += time.perf_counter() - t0
+        stats["turns"] += len(conv.turns)
+        history = transcript(conv)
+        stats["history_tokens"].append(tokens_of(history))
+        now = conv.now
+        for qa in questions:
+            t0 = time.perf_counter()
+            found = service.search(user, qa.question, k=k, now=now)
+            recall_s = time.perf_counter() - t0
+            block = format_block([r.record for r in found])
+            stats["block_tokens"].append(tokens_of(block))
+            items.append(Item(qa, now, block, history, recall_s, len(found)))
+        C.log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
+              f"history ≈{stats['history_tokens'][-1]} tokens")  # fmt: skip
+        del service
+        conn.close()
+    for item in items:
+        item.est_tokens = {s: count_tokens_approximately(answer_messages(s, item)) for s in SYSTEMS}
+    return items, stats
+
+
+def tokens_of(text: str) -> int:
+    return int(count_tokens_approximately([text], extra_tokens_per_message=0)) if text else 0
+
+
+# --- cost ---------------------------------------------------------------------------------------
+
+
+def usd(tokens_in: int, tokens_out: int, price_in: float, price_out: float) -> float:
+    return round(tokens_in * price_in / 1e6 + tokens_out * price_out / 1e6, 4)
+
+
+def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
+    """Calls, tokens and cost of a run, before making it (prompts counted, answers assumed)."""
+    n = len(items)
+    answer_out = args.assume_answer_tokens
+    filler = "x" * (4 * answer_out)  # an answer of about that many tokens
+    judge_in = sum(count_tokens_approximately(judge_messages(i.qa, filler)) for i in items)
+    per_system = {
+        s: {"calls": n, "prompt_tokens": sum(i.est_tokens[s] for i in items),
+            "prompt_tokens_median": _median([i.est_tokens[s] for i in items])}
+        for s in SYSTEMS
+    }  # fmt: skip
+    answer_in = sum(p["prompt_tokens"] for p in per_system.values())
+    calls = n * len(SYSTEMS)
+    a_out, j_out = calls * answer_out, calls * args.assume_judge_tokens
+    j_in = judge_in * len(SYSTEMS)
+    a_usd = usd(answer_in, a_out, args.price_in, args.price_out)
+    j_usd = usd(j_in, j_out, args.judge_price_in, args.judge_price_out)
+    return {
+        "calls": {"answer": calls, "judge": calls, "total": 2 * calls},
+        "tokens": {
+            "answer_in": answer_in,
+            "answer_out": a_out,
+            "judge_in": j_in,
+            "judge_out": j_out,
+        },  # fmt: skip
+        "per_system": per_system,
+        "price_per_1m_tokens": {
+            "model_in": args.price_in,
+            "model_out": args.price_out,
+            "judge_in": args.judge_price_in,
+            "judge_out": args.judge_price_out,
+        },  # fmt: skip
+        "usd": {"answers": a_usd, "judge": j_usd, "total": round(a_usd + j_usd, 4)},
+        "how": "prompt tokens counted on the exact prompts with count_tokens_approximately "
+        f"(~4 characters a token); each answer assumed {answer_out} tokens, each verdict "
+        f"{args.assume_judge_tokens}",
+    }
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def make_model(spec: str, key: str | None, base_url: str | None, retries: int) -> Any:
+    from agent.models import make_chat_model
+    from agent.settings import Settings
+
+    model = make_chat_model(spec, Settings(openai_api_key=key, openai_base_url=base_url))
+    if retries <= 1:
+        return model
+    import openai
+
+    # Transient failures only (rate limits, connection, 5xx); a bad request fails at once.
+    transient = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
+    return model.with_retry(retry_if_exception_type=transient, stop_after_attempt=retries)
+
+
+def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
+    """One chat call: its text, tokens (from `usage` when the response has it) and time."""
+    t0 = time.perf_counter()
+    try:
+        reply = model.invoke(messages)
+    except Exception as exc:  # counted and reported, the run goes on
+        return {"text": "", "seconds": time.perf_counter() - t0,
+                "error": f"{type(exc).__name__}: {exc}"[:500],
+                "prompt_tokens": count_tokens_approximately(messages),
+                "completion_tokens": 0, "tokens_from": "estimate"}  # fmt: skip
+    seconds = time.perf_counter() - t0
+    text = message_text(reply)
+    usage = getattr(reply, "usage_metadata", None) or {}
+    if usage.get("input_tokens"):
+        tokens = (int(usage["input_tokens"]), int(usage.get("output_tokens") or 0), "usage")
+    else:
+        tokens = (count_tokens_approximately(messages), tokens_of(text), "estimate")
+    return {"text": text, "seconds": seconds, "error": None, "prompt_tokens": tokens[0],
+            "completion_tokens": tokens[1], "tokens_from": tokens[2]}  # fmt: skip
+
+
+def ask(item: Item, system: str, model: Any, judge: Any) -> dict[str, Any]:
+    """Answer one question with one system, then have the judge grade it."""
+    answer = call(model, answer_messages(system, item))
+    row: dict[str, Any] = {
+        "conv": item.qa.conv, "qa": item.qa.index, "category": CATEGORIES[item.qa.category],
+        "system": system, "question": item.qa.question, "gold": item.qa.answer,
+        "answer": answer["text"], "error": answer["error"],
+        "prompt_tokens": answer["prompt_tokens"],
+        "completion_tokens": answer["completion_tokens"], "tokens_from": answer["tokens_from"],
+        "answer_ms": round(answer["seconds"] * 1000, 1),
+        "recall_ms": round(item.recall_s * 1000, 1) if system == "memory_on" else 0.0,
+        "verdict": False, "judge_reply": None, "judge_error": None,
+        "judge_prompt_tokens": 0, "judge_completion_tokens": 0,
+    }  # fmt: skip
+    row["latency_ms"] = round(row["answer_ms"] + row["recall_ms"], 1)
+    if answer["error"]:
+        return row
+    verdict = call(judge, judge_messages(item.qa, answer["text"] or "(no answer)"))
+    row.update(
+        judge_reply=verdict["text"][:200],
+        judge_error=verdict["error"],
+        judge_prompt_tokens=verdict["prompt_tokens"],
+        judge_completion_tokens=verdict["completion_tokens"],
+        verdict=False if verdict["error"] else parse_verdict(verdict["text"]),
+    )
+    return row
+
+
+def run_calls(items: list[Item], model: Any, judge: Any, concurrency: int) -> list[dict[str, Any]]:
+    jobs = [(i, s) for i in items for s in SYSTEMS]  # interleaved: drift hits all alike
+    rows: list[dict[str, Any]] = []
+    done_every = max(1, len(jobs) // 20)
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        futures = [pool.submit(ask, i, s, model, judge) for i, s in jobs]
+        for n, future in enumerate(as_completed(futures), 1):
+            rows.append(future.result())
+            if n % done_every == 0 or n == len(jobs):
+                wrong = sum(1 for r in rows if r["error"] or r["judge_error"])
+                C.log(f"  {n}/{len(jobs)} answers judged ({wrong} failed calls)")
+    order = {s: k for k, s in enumerate(SYSTEMS)}
+    rows.sort(key=lambda r: (r["conv"], r["qa"], order[r["system"]]))
+    return rows
+
+
+# --- summary ------------------------------------------------------------------------------------
+
+
+def _ratio(a: float | None, b: float | None, digits: int = 4) -> float | None:
+    if a is None or b is None or not b or a != a or b != b:
+        return None
+    return round(a / b, digits)
+
+
+def _median(values: list[Any]) -> Any:
+    return statistics.median(values) if values else None
+
+
+def _stats(values: list[float]) -> dict[str, Any]:
+    if not values:
+        return {"n": 0}
+    return {"median": statistics.median(values), "mean": round(statistics.fmean(values), 1),
+            "p95": round(C.percentile(values, 95), 1), "max": max(values),
+            "total": sum(values)}  # fmt: skip
+
+
+def summarize(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
+    mine = [r for r in rows if r["system"] == system]
+    n = len(mine)
+
+    def acc(rs: list[dict[str, Any]]) -> float | None:
+        return round(sum(r["verdict"] is True for r in rs) / len(rs), 4) if rs else None
+
+    out: dict[str, Any] = {
+        "n": n,
+        "accuracy": acc(mine),
+        "correct": sum(r["verdict"] is True for r in mine),
+        "answer_errors": sum(1 for r in mine if r["error"]),
+        "judge_errors": sum(1 for r in mine if r["judge_error"]),
+        "judge_unparsed": sum(
+            1 for r in mine if not r["error"] and not r["judge_error"] and r["verdict"] is None
+        ),
+        "by_category": {
+            name: {"n": len(rs), "accuracy": acc(rs)}
+            for name in CATEGORIES.values()
+            if (rs := [r for r in mine if r["category"] == name])
+        },
+        "prompt_tokens_per_question": _stats([r["prompt_tokens"] for r in mine])
+        | {"from_usage": sum(r["tokens_from"] == "usage" for r in mine)},
+        "completion_tokens_per_question": _stats([r["completion_tokens"] for r in mine]),
+        "latency_ms": C.summarize_ms([r["latency_ms"] / 1000 for r in mine]),
+    }
+    if system == "memory_on":
+        out["answer_call_ms"] = C.summarize_ms([r["answer_ms"] / 1000 for r in mine])
+        out["recall_ms"] = C.summarize_ms([r["recall_ms"] / 1000 for r in mine])
+    errors = [r["error"] or r["judge_error"] for r in mine if r["error"] or r["judge_error"]]
+    if errors:
+        out["first_error"] = errors[0]
+    return out
+
+
+def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    on, off, full = (systems[s] for s in SYSTEMS)
+
+    def tok(s: dict[str, Any], key: str) -> float | None:
+        return s["prompt_tokens_per_question"].get(key)
+
+    def lat(s: dict[str, Any]) -> float | None:
+        return s["latency_ms"].get("median_ms")
+
+    return {
+        "memory_on_vs_full_history": {
+            "prompt_tokens_median": _ratio(tok(on, "median"), tok(full, "median")),
+            "prompt_tokens_total": _ratio(tok(on, "total"), tok(full, "total")),
+            "latency_median": _ratio(lat(on), lat(full), 3),
+            "accuracy": _ratio(on["accuracy"], full["accuracy"], 3),
+            "accuracy_difference": _diff(on["accuracy"], full["accuracy"]),
+        },
+        "memory_on_vs_memory_off": {
+            "accuracy": _ratio(on["accuracy"], off["accuracy"], 3),
+            "accuracy_difference": _diff(on["accuracy"], off["accuracy"]),
+            "prompt_tokens_median": _ratio(tok(on, "median"), tok(off, "median"), 3),
+        },
+    }
+
+
+def _diff(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else round(a - b, 4)
+
+
+def actual_cost(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    sent = [r for r in rows if not r["error"]]  # a failed call is not billed (nor counted)
+    t = {
+        "answer_in": sum(r["prompt_tokens"] for r in sent),
+        "answer_out": sum(r["completion_tokens"] for r in sent),
+        "judge_in": sum(r["judge_prompt_tokens"] for r in sent if not r["judge_error"]),
+        "judge_out": sum(r["judge_completion_tokens"] for r in sent),
+    }
+    a = usd(t["answer_in"], t["answer_out"], args.price_in, args.price_out)
+    j = usd(t["judge_in"], t["judge_out"], args.judge_price_in, args.judge_price_out)
+    return {"tokens": t, "usd": {"answers": a, "judge": j, "total": round(a + j, 4)},
+            "calls": {"answer": len(rows), "judge": len(sent)}}  # fmt: skip
+
+
+# --- chart --------------------------------------------------------------------------------------
+
+
+def write_chart(result: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Accuracy by category for the three systems, and prompt tokens per question (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {"skipped": "matplotlib is not installed: .venv/bin/pip install -e '.[dev]' "
+                "(or pip install matplotlib) to draw the chart"}  # fmt: skip
+    systems = result["systems"]
+    groups = ["overall", *[c for c in CATEGORIES.values()
+                           if any(c in systems[s]["by_category"] for s in SYSTEMS)]]  # fmt: skip
+    colors = {"memory_on": "#2b7bba", "memory_off": "#b0b0b0", "full_history": "#e8a33d"}
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8), width_ratios=[2.2, 1])
+    width = 0.8 / len(SYSTEMS)
+    for k, s in enumerate(SYSTEMS):
+        values = [
+            (systems[s]["accuracy"] if g == "overall"
+             else systems[s]["by_category"].get(g, {}).get("accuracy")) or 0.0
+            for g in groups
+        ]  # fmt: skip
+        xs = [g + (k - 1) * width for g in range(len(groups))]
+        bars = ax1.bar(xs, values, width, label=s.replace("_", " "), color=colors[s])
+        ax1.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
+    counts = [
+        result["questions"] if g == "overall" else result["questions_by_category"].get(g, 0)
+        for g in groups
+    ]
+    ax1.set_xticks(range(len(groups)))
+    ax1.set_xticklabels(
+        [f"{g.replace('_', ' ')}\nn={n}" for g, n in zip(groups, counts, strict=True)]
+    )
+    ax1.set_ylim(0, 1.2)
+    ax1.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax1.set_ylabel("judge accuracy")
+    ax1.set_title(f"LoCoMo answers: model {result['model']}, judge {result['judge']}")
+    ax1.legend(loc="upper center", ncols=3, fontsize=8, frameon=False)
+    tokens = [systems[s]["prompt_tokens_per_question"].get("median", 0) for s in SYSTEMS]
+    bars = ax2.bar([s.replace("_", "\n") for s in SYSTEMS], tokens,
+                   color=[colors[s] for s in SYSTEMS])  # fmt: skip
+    ax2.bar_label(bars, labels=[f"{int(t):,}" for t in tokens], fontsize=8, padding=1)
+    ax2.set_ylabel("prompt tokens per question (median)")
+    ax2.set_title("tokens sent")
+    ax2.margins(y=0.12)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return {"path": str(path)}
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="openai:gpt-4o-mini", help="openai:<name>")
+    p.add_argument(
+        "--base-url",
+        default=_ENV["OPENAI_BASE_URL"],
+        help="OpenAI-compatible server (default: OPENAI_BASE_URL, else OpenAI)",
+    )
+    p.add_argument("--api-key", default=None, help="default: OPENAI_API_KEY")
+    p.add_argument("--judge", default=None, help="openai:<name> (default: --model)")
+    p.add_argument(
+        "--judge-base-url", default=None, help="default: --base-url; 'none': OpenAI's own"
+    )
+    p.add_argument("--judge-api-key", default=None, help="default: --api-key")
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--limit-conversations", type=int, default=None)
+    p.add_argument(
+        "--limit-questions",
+        type=int,
+        default=None,
+        help="first N questions of each conversation (category 5 already left out)",
+    )
+    p.add_argument(
+        "--k",
+        type=int,
+        default=None,
+        help="memories recalled per question (default: Settings.recall_k, 8)",
+    )
+    p.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
+    p.add_argument("--retries", type=int, default=2, help="attempts per call")
+    p.add_argument("--out", type=Path, default=None, help="write the result with every answer")
+    p.add_argument("--chart", type=Path, default=None, help="write a PNG chart")
+    p.add_argument(
+        "--price-in",
+        type=float,
+        default=0.15,
+        help="USD per 1M prompt tokens (default: gpt-4o-mini's 0.15)",
+    )
+    p.add_argument(
+        "--price-out",
+        type=float,
+        default=0.60,
+        help="USD per 1M completion tokens (default: gpt-4o-mini's 0.60)",
+    )
+    p.add_argument("--judge-price-in", type=float, default=None, help="default: --price-in")
+    p.add_argument("--judge-price-out", type=float, default=None, help="default: --price-out")
+    p.add_argument(
+        "--assume-answer-tokens", type=int, default=60, help="answer length assumed by the estimate"
+    )
+    p.add_argument(
+        "--assume-judge-tokens", type=int, default=2, help="verdict length assumed by the estimate"
+    )
+    p.add_argument(
+        "--dry-run-cost",
+        action="store_true",
+        help="print the estimate (calls, tokens, USD) and make no call",
+    )
+    args = p.parse_args(argv)  # fmt: skip
+    args.api_key = args.api_key or _ENV["OPENAI_API_KEY"]
+    args.judge = args.judge or args.model
+    if args.judge_base_url is None:
+        args.judge_base_url = args.base_url
+    elif args.judge_base_url.lower() in ("", "none"):  # OpenAI itself, whatever --base-url
+        args.judge_base_url = None
+    args.judge_api_key = args.judge_api_key or args.api_key
+    if args.judge_price_in is None:
+        args.judge_price_in = args.price_in
+    if args.judge_price_out is None:
+        args.judge_price_out = args.price_out
+    if args.k is None:
+        from agent.settings import Settings
+
+        args.k = Settings().recall_k
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    C.exit_cleanly_on_sigterm()
+    started = time.perf_counter()
+    result: dict[str, Any] = {
+        "benchmark": "locomo answer accuracy judged by an LLM: memory on / memory off / full "
+        "history (category 5 excluded)",
+        "run": C.run_info(),
+        "data": str(args.data.resolve()),
+        "model": args.model,
+        "base_url": args.base_url,
+        "judge": args.judge,
+        "judge_base_url": args.judge_base_url,
+    }
+    model = judge = None
+    rows: list[dict[str, Any]] = []
+    if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
+        try:
+            model = make_model(args.model, args.api_key, args.base_url, args.retries)
+            judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries)
+        except ValueError as exc:
+            print(f"locomo_qa.py: {exc} (or pass --api-key / --base-url; --dry-run-cost needs "
+                  "neither)", file=sys.stderr)  # fmt: skip
+            return 2
+
+    convs, per_conv, skipped = load_questions(args.data.resolve())
+    if args.limit_conversations:
+        convs, per_conv = convs[: args.limit_conversations], per_conv[: args.limit_conversations]
+        skipped = skipped[: args.limit_conversations]
+    if args.limit_questions:
+        per_conv = [qs[: args.limit_questions] for qs in per_conv]
+    with tempfile.TemporaryDirectory(prefix="locomo-qa-") as tmp:
+        items, prep = prepare(convs, per_conv, k=args.k, tmp=tmp)
+    result.update(
+        conversations=len({i.qa.conv for i in items}),
+        questions=len(items),
+        questions_by_category={
+            name: sum(1 for i in items if i.qa.category == cat) for cat, name in CATEGORIES.items()
+        },
+        left_out={key: sum(s[key] for s in skipped) for key in ("adversarial", "no_answer")},
+        setup={
+            "memory": "per conversation: MemoryService(SqliteStore in a temp file, embedded "
+            "Chroma in a temp dir, local embedder, Policy(turn_ttl="
+            f"{SERVICE_TURN_TTL.days} days)); turns archived with archive_turns per session "
+            "(locomo.py's service system); one user per conversation",
+            "recall": f"MemoryService.search(user, question, k={args.k}, now=last session + "
+            "1 day), format_block",
+            "prompt": "prompts/system.en.md (memory_block, short_term) + the question as the "
+            "user message; judge: prompts/judge.en.md",
+            "turns": prep["turns"],
+            "turns_archived": prep["turns_archived"],
+            "ingest_seconds": round(prep["ingest_seconds"], 1),
+            "recall_ms": C.summarize_ms([i.recall_s for i in items]),
+            "memories_recalled_median": _median([i.recalled for i in items]),
+            "memory_block_tokens_median": _median(prep["block_tokens"]),
+            "history_tokens_median": _median(prep["history_tokens"]),
+        },
+        estimate=estimate(items, args),
+    )
+    est = result["estimate"]
+    C.log(
+        f"estimate: {est['calls']['total']} calls, {sum(est['tokens'].values()):,} tokens, "
+        f"${est['usd']['total']} at ${args.price_in}/${args.price_out} per 1M in/out"
+    )
+    if args.dry_run_cost:
+        result["dry_run"] = True
+    else:
+        assert model is not None and judge is not None
+        rows = run_calls(items, model, judge, args.concurrency)
+        systems = {s: summarize(rows, s) for s in SYSTEMS}
+        result["systems"] = systems
+        result["ratios"] = ratios(systems)
+        result["cost"] = actual_cost(rows, args)
+        if args.chart:
+            result["chart"] = write_chart(result, args.chart)
+            if "skipped" in result["chart"]:
+                C.log(f"chart: {result['chart']['skipped']}")
+    if args.out:
+        result["out"] = str(args.out)
+    result["run"]["load_avg_end"] = C.load_avg()
+    result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        full = result | ({} if args.dry_run_cost else {"answers": rows})
+        args.out.write_text(json.dumps(full, indent=2, ensure_ascii=False, default=str),
+                            encoding="utf-8")  # fmt: skip
+    C.emit(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
