@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
 
 from graphs.context import Context
 from graphs.nodes import AgentDeps, MemoryNodes
@@ -10,7 +11,7 @@ from graphs.state import InputState, State
 
 
 def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, State]:
-    """Return the uncompiled graph `load_memory → chat → extract → save [→ summarize]`."""
+    """Return the uncompiled graph `load_memory → chat [⇄ tools] → extract → save [→ summarize]`."""
     nodes = MemoryNodes(deps)
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)
     builder.add_node("load_memory", nodes.load_memory)
@@ -19,7 +20,9 @@ def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, Stat
     builder.add_node("save", nodes.save)
     builder.add_edge(START, "load_memory")
     builder.add_edge("load_memory", "chat")
-    builder.add_conditional_edges("chat", nodes.after_chat, ["extract", END])
+    builder.add_node("tools", ToolNode(list(deps.tools)))
+    builder.add_conditional_edges("chat", nodes.after_chat, ["tools", "extract", END])
+    builder.add_edge("tools", "chat")
     builder.add_node("summarize", nodes.summarize)
     builder.add_edge("extract", "save")
     builder.add_conditional_edges("save", nodes.needs_summary, ["summarize", END])

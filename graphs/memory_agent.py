@@ -8,9 +8,11 @@ one graphs module that reads the application's settings and model factory.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 from langgraph.graph.state import CompiledStateGraph
 
 from agent.models import cached_chat_model
@@ -19,6 +21,7 @@ from graphs.builder import make_builder
 from graphs.context import Context
 from graphs.nodes import AgentDeps
 from graphs.state import InputState, State
+from graphs.tools import TOOLS
 from memory.backends import open_index
 from memory.index import ChromaIndex
 
@@ -28,6 +31,7 @@ def make_deps(
     *,
     model: BaseChatModel | None = None,
     index: ChromaIndex | None = None,
+    tools: Sequence[BaseTool] | None = None,
 ) -> AgentDeps:
     """Resolve the nodes' dependencies from settings.
 
@@ -35,6 +39,7 @@ def make_deps(
         settings: Defaults to `Settings.from_env()`.
         model: A chat model to use instead of the configured spec (e.g. a scripted fake).
         index: A Chroma index to use instead of opening the configured one.
+        tools: The tools the chat model may call (default: `graphs.tools.TOOLS`).
 
     """
     cfg = settings or Settings.from_env()
@@ -61,6 +66,7 @@ def make_deps(
         extract_mode=cfg.extract_mode,
         max_message_chars=cfg.max_message_chars,
         access=cfg.access,
+        tools=tuple(TOOLS if tools is None else tools),
     )
 
 
@@ -71,6 +77,7 @@ def build_graph(
     settings: Settings | None = None,
     model: BaseChatModel | None = None,
     index: ChromaIndex | None = None,
+    tools: Sequence[BaseTool] | None = None,
 ) -> CompiledStateGraph[State, Context, InputState, State]:
     """Compile the memory agent with persistence, for use from an app.
 
@@ -80,9 +87,10 @@ def build_graph(
         settings: Defaults to `Settings.from_env()`.
         model: A chat model to use instead of the configured spec.
         index: A Chroma index to use instead of opening the configured one.
+        tools: The tools the chat model may call, e.g. `[*graphs.tools.TOOLS, my_tool]`.
 
     """
-    deps = make_deps(settings, model=model, index=index)
+    deps = make_deps(settings, model=model, index=index, tools=tools)
     return make_builder(deps).compile(checkpointer=checkpointer, store=store, name="memory_agent")
 
 

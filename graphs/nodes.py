@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,8 +21,8 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
-    ToolMessage,
 )
+from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
@@ -31,7 +31,7 @@ from langgraph.runtime import Runtime
 import prompts
 from graphs.context import Context, user_of
 from graphs.state import State
-from graphs.tools import TOOLS, apply_working_memory, render_working_memory
+from graphs.tools import TOOLS, render_working_memory
 from graphs.window import ContextOverflow, build_window, tokens
 from graphs.window import _turns as _split_turns
 from memory.access import AccessPolicy, describe_refused
@@ -99,6 +99,7 @@ class AgentDeps:
             graph ends after chat; a flush run extracts a burst of turns at once).
         max_message_chars: Longest user message accepted.
         access: Which memories each agent may read and write (None: all of them).
+        tools: The tools the chat model may call (working memory by default).
 
     """
 
@@ -112,6 +113,7 @@ class AgentDeps:
     extract_mode: str = "inline"
     max_message_chars: int = 16_000  # agent.settings.DEFAULT_MAX_MESSAGE_CHARS
     access: AccessPolicy | None = None
+    tools: Sequence[BaseTool] = tuple(TOOLS)
 
 
 def check_message(text: str, max_chars: int) -> str:
@@ -233,47 +235,41 @@ class MemoryNodes:
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Answer from the memory block, the rolling summary, working memory and the thread.
 
-        The model may call `UpdateWorkingMemory`; the call and its result are kept in the
-        thread, and the model is asked again (without tools) for its answer.
+        The model may call tools (`deps.tools`, run by the `tools` node, which comes back
+        here); after `MAX_TOOL_ROUNDS` rounds in one turn it is asked without tools.
         """
         messages = list(state.get("messages", []))
         humans = _humans(messages)
         lang = "zh" if humans and has_cjk(_text(humans[-1])) else "en"
         skip = _summarized_ids(messages, state.get("summary_through"))
-        working = state.get("working")
+        system = self._system(state, lang, state.get("working"))
+        budget = self.deps.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
+        if budget <= 0:
+            raise ContextOverflow(
+                "the system prompt, memory block and summary alone exceed "
+                "MEMORY_AGENT_CONTEXT_TOKENS; raise it or lower MEMORY_AGENT_RECALL_K"
+            )
+        window = build_window(messages, skip, budget)
         model = await self._model(runtime)
-        new: list[AnyMessage] = []
-        for attempt in range(MAX_TOOL_ROUNDS + 1):
-            system = self._system(state, lang, working)
-            budget = self.deps.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
-            if budget <= 0:
-                raise ContextOverflow(
-                    "the system prompt, memory block and summary alone exceed "
-                    "MEMORY_AGENT_CONTEXT_TOKENS; raise it or lower MEMORY_AGENT_RECALL_K"
-                )
-            window = build_window([*messages, *new], skip, budget)
-            last_round = attempt == MAX_TOOL_ROUNDS
-            runnable = model if last_round else _with_tools(model)
-            reply = await runnable.ainvoke([system, *window])
-            new.append(reply)
-            calls = reply.tool_calls if isinstance(reply, AIMessage) else []
-            if not calls:
-                break
-            for call in calls:
-                result = "unknown tool"
-                if call["name"] == "UpdateWorkingMemory":
-                    try:
-                        working = _redacted(apply_working_memory(working, call.get("args") or {}))
-                        result = "working memory updated" if working else "task finished"
-                    except ValueError as exc:
-                        result = f"invalid arguments: {exc}"
-                new.append(
-                    ToolMessage(result, tool_call_id=call.get("id") or "", name=call["name"])
-                )
-        update: dict[str, Any] = {"messages": new, "working": working}
+        rounds = _tool_rounds(messages)
+        runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.deps.tools)
+        reply = await runnable.ainvoke([system, *window])
+        if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
+            # Asked without tools and calling one anyway: keep its words, drop the call.
+            reply = AIMessage(reply.content, id=reply.id, name=reply.name)
+        update: dict[str, Any] = {"messages": [reply]}
         if self.deps.extract_mode == "background":
             update["turn_time"] = None  # the run ends here; the next turn starts fresh
         return update
+
+    def after_chat(self, state: State) -> str:
+        """Route after chat: run the tools it called, extract now, or leave it to a flush."""
+        messages = state.get("messages", [])
+        if messages and isinstance(messages[-1], AIMessage) and messages[-1].tool_calls:
+            return "tools"
+        if self.deps.extract_mode == "inline" or state.get("flush"):
+            return "extract"
+        return END
 
     async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Fold the older part of the thread into the rolling summary.
@@ -352,12 +348,6 @@ class MemoryNodes:
             )
         except Exception as exc:
             log.warning("could not archive the thread summary as an episode: %s", exc)
-
-    def after_chat(self, state: State) -> str:
-        """Route after chat: extract now, or leave it to a background flush."""
-        if self.deps.extract_mode == "inline" or state.get("flush"):
-            return "extract"
-        return END
 
     def needs_summary(self, state: State) -> str:
         """Route after save: summarize when the unsummarized thread passes the threshold."""
@@ -542,17 +532,6 @@ def _unsaid(items: list[str], phrases: list[Phrase]) -> list[str]:
     return [i for i in items if not any(states(str(i), p) for p in phrases)]
 
 
-def _redacted(working: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Return working memory with sensitive values redacted (it is a copy, like any other)."""
-    if working is None:
-        return None
-    return {
-        k: [redact(str(i)) for i in v] if isinstance(v, list) else redact(v)
-        if isinstance(v, str) else v
-        for k, v in working.items()
-    }  # fmt: skip
-
-
 def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:
     """Return `(id, text, context)` for the user turns worth keeping raw.
 
@@ -599,11 +578,22 @@ def _summarized_ids(messages: list[AnyMessage], through: str | None) -> set[str]
     return set()  # the covered message is gone (e.g. state edited): send everything
 
 
-def _with_tools(model: BaseChatModel) -> Any:
+def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
     try:
-        return model.bind_tools(TOOLS)
+        return model.bind_tools(list(tools))
     except NotImplementedError:
         return model  # a model without tool calling still answers
+
+
+def _tool_rounds(messages: list[AnyMessage]) -> int:
+    """Return how many times the model called tools since the latest user message."""
+    rounds = 0
+    for m in reversed(messages):
+        if isinstance(m, HumanMessage):
+            break
+        if isinstance(m, AIMessage) and m.tool_calls:
+            rounds += 1
+    return rounds
 
 
 def _parsed(out: Any) -> Extraction:

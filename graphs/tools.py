@@ -1,10 +1,22 @@
-"""Tools the chat model may call. Identity is never a tool argument."""
+"""Tools the chat model may call, run by the graph's `ToolNode`.
+
+Identity is never a tool argument: a tool that needs the user reads it from the run
+context (`langgraph.prebuilt.ToolRuntime` / `get_runtime`), never from the model.
+
+To add a tool, write it with `@tool` and pass it to `build_graph(tools=[*TOOLS, my_tool])`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolCallId, tool
+from langgraph.prebuilt import InjectedState
+from langgraph.types import Command
 from pydantic import BaseModel, Field
+
+from memory.privacy import redact
 
 
 class UpdateWorkingMemory(BaseModel):
@@ -22,8 +34,40 @@ class UpdateWorkingMemory(BaseModel):
     finished: bool = Field(default=False, description="True when the whole task is done.")
 
 
-TOOLS = [UpdateWorkingMemory]
-TOOL_NAMES = {t.__name__ for t in TOOLS}
+@tool(
+    "UpdateWorkingMemory",
+    args_schema=UpdateWorkingMemory,
+    description=" ".join((UpdateWorkingMemory.__doc__ or "").split()),
+)
+def update_working_memory(
+    state: Annotated[dict[str, Any], InjectedState()],
+    tool_call_id: Annotated[str, InjectedToolCallId],
+    **args: Any,
+) -> Command[Any]:
+    """Record the plan of the user's current task (see `UpdateWorkingMemory`)."""
+    try:
+        working = _redacted(apply_working_memory(state.get("working"), args))
+    except ValueError as exc:
+        result = ToolMessage(f"invalid arguments: {exc}", tool_call_id=tool_call_id)
+        return Command(update={"messages": [result]})
+    done = "working memory updated" if working else "task finished"
+    message = ToolMessage(done, tool_call_id=tool_call_id, name="UpdateWorkingMemory")
+    return Command(update={"working": working, "messages": [message]})
+
+
+def _redacted(working: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Return working memory with sensitive values redacted (it is a copy, like any other)."""
+    if working is None:
+        return None
+    return {
+        k: [redact(str(i)) for i in v] if isinstance(v, list) else redact(v)
+        if isinstance(v, str) else v
+        for k, v in working.items()
+    }  # fmt: skip
+
+
+TOOLS: list[BaseTool] = [update_working_memory]
+"""The tools the chat model gets by default."""
 
 
 def apply_working_memory(current: dict[str, Any] | None, args: dict[str, Any]) -> dict | None:
