@@ -105,8 +105,9 @@ class Session:
                 message, meta = chunk
                 if (
                     meta.get("langgraph_node") == "chat"
+                    and isinstance(message, AIMessage)  # not the tool results chat adds
                     and message.content
-                    and not (getattr(message, "tool_calls", None))
+                    and not message.tool_calls
                 ):
                     first = first or time.perf_counter() - started
                     if on_reply is not None:
@@ -159,8 +160,8 @@ class Session:
             snapshot = await self.graph.aget_state(config)
             if not pending_messages(snapshot.values):
                 return []
-            await self.graph.aupdate_state(config, {"flush": True}, as_node="chat")
-            out = await self.graph.ainvoke(None, config, context=Context(user_id=user))
+            flush: InputState = {"flush": True}
+            out = await self.graph.ainvoke(flush, config, context=Context(user_id=user))
             if out.get("scrubbed"):
                 await aprune_history(self.backends.checkpointer, thread_id)
         return list(out.get("saved", []))

@@ -64,6 +64,7 @@ def make_deps(
         context_tokens=cfg.context_tokens,
         summary_tokens=cfg.summary_tokens,
         extract_mode=cfg.extract_mode,
+        extract_delay=cfg.extract_delay,
         max_message_chars=cfg.max_message_chars,
         access=cfg.access,
         tools=tuple(TOOLS if tools is None else tools),

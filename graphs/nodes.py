@@ -97,6 +97,7 @@ class AgentDeps:
         summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
         extract_mode: `inline` (extract and save after every reply) or `background` (the
             graph ends after chat; a flush run extracts a burst of turns at once).
+        extract_delay: Seconds of quiet before a background extraction runs.
         max_message_chars: Longest user message accepted.
         access: Which memories each agent may read and write (None: all of them).
         tools: The tools the chat model may call (working memory by default).
@@ -111,6 +112,7 @@ class AgentDeps:
     context_tokens: int = 8000
     summary_tokens: int = 3000
     extract_mode: str = "inline"
+    extract_delay: float = 2.0
     max_message_chars: int = 16_000  # agent.settings.DEFAULT_MAX_MESSAGE_CHARS
     access: AccessPolicy | None = None
     tools: Sequence[BaseTool] = tuple(TOOLS)
@@ -269,7 +271,38 @@ class MemoryNodes:
             return "tools"
         if self.deps.extract_mode == "inline" or state.get("flush"):
             return "extract"
-        return END
+        return "schedule"
+
+    def entry(self, state: State) -> str:
+        """Route a run: a turn starts at load_memory, a background flush at extract."""
+        return "extract" if state.get("flush") else "load_memory"
+
+    async def schedule(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Background mode under a LangGraph server: have the server extract later.
+
+        One delayed run per turn (`after_seconds`, queued behind this one) starts the
+        graph with `{"flush": True}`: it extracts every user message not yet extracted,
+        so the runs of a burst after the first find nothing left and end at once. The
+        server keeps the queued run, so a restart loses nothing; and whatever a run
+        missed, the next flush picks up (`extracted_through`). In process there is no
+        server: `agent.runner` debounces the flush itself, and this node does nothing.
+        """
+        config = get_config()
+        graph_id = (config.get("metadata") or {}).get("graph_id")
+        thread_id = _thread_id()
+        if not graph_id or not thread_id:
+            return {}
+        from langgraph_sdk import get_client
+
+        await get_client().runs.create(
+            thread_id,
+            graph_id,
+            input={"flush": True},
+            context={"user_id": user_of(runtime.context)},
+            multitask_strategy="enqueue",
+            after_seconds=max(1, round(self.deps.extract_delay)),
+        )
+        return {}
 
     async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Fold the older part of the thread into the rolling summary.
@@ -362,6 +395,12 @@ class MemoryNodes:
         Normally that is the latest one; in background mode (or after a crash) it is every
         message since the last extraction, in one call. Bad output is skipped.
         """
+        user = user_of(runtime.context)
+        service = await self._service(runtime)
+        thread_id = _thread_id()
+        if thread_id:
+            # A flush run starts here, not at load_memory: the thread must be this user's.
+            await service.aremember_thread(user, thread_id)
         messages = state.get("messages", [])
         pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
         if not pending:
@@ -372,9 +411,8 @@ class MemoryNodes:
         lang = "zh" if has_cjk(_text(pending[-1])) else "en"
         # What is already remembered on these subjects: a real model then reuses the subject
         # (or names the id) of what a new statement changes, and reconcile can supersede it.
-        service = await self._service(runtime)
         said = "\n".join(_text(m)[:500] for m in pending)
-        related = await service.asearch(user_of(runtime.context), said, RELATED_MEMORIES)
+        related = await service.asearch(user, said, RELATED_MEMORIES)
         existing = "\n".join(
             f"  - id {r.record.id} · {r.record.subject}: {quote(r.record.content)}"
             for r in related
@@ -416,6 +454,8 @@ class MemoryNodes:
             via="conversation",
         )
         service = await self._service(runtime)
+        if thread_id:
+            await service.aremember_thread(user, thread_id)
         changes = []
         if extraction.memories or extraction.forget:
             # "Forget that" points into what the assistant said before the user said it.
@@ -432,8 +472,6 @@ class MemoryNodes:
         recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
         if recalled:
             await service.amark_recalled(user, recalled, _turn_time(state))
-        if thread_id:
-            await service.aremember_thread(user, thread_id)
         update: dict[str, Any] = {
             "saved": [c.describe() for c in changes],
             "extraction": Extraction().model_dump(),

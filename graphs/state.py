@@ -18,6 +18,10 @@ class InputState(TypedDict, total=False):
     turn_time: str | None
     """ISO time the message was said; defaults to now. Lets imports and demos backdate turns."""
 
+    flush: bool
+    """A background flush: send `{"flush": True}` (no message) to extract and save the
+    thread's pending user messages now; the run goes straight to extract."""
+
 
 class State(InputState, total=False):
     """Full state: the thread, what this turn recalled and saved, and short-term memory."""
@@ -48,9 +52,6 @@ class State(InputState, total=False):
 
     extracted_through: str | None
     """Id of the last user message already extracted; later ones are pending."""
-
-    flush: bool
-    """Set by a background flush: run extract and save after chat now."""
 
     scrubbed: bool
     """Set by save when it redacted or marked messages of this thread: the thread's earlier

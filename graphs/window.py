@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
+
+from memory.tokens import count_message_tokens
 
 
 class ContextOverflow(ValueError):
@@ -69,12 +70,12 @@ def build_window(
     window: list[AnyMessage] = []
     used = 0
     for turn in reversed(turns):
-        cost = count_tokens_approximately(turn)
+        cost = tokens(turn)
         if used + cost > budget:
             if not window:
                 # The newest turn alone is too big: keep just its user message, if it fits.
                 head = turn[:1]
-                if count_tokens_approximately(head) > budget:
+                if tokens(head) > budget:
                     raise ContextOverflow(
                         "the latest message alone exceeds the context budget "
                         "(MEMORY_AGENT_CONTEXT_TOKENS); shorten it or raise the budget"
@@ -87,5 +88,10 @@ def build_window(
 
 
 def tokens(messages: Sequence[BaseMessage]) -> int:
-    """Return the approximate token count of messages (no tokenizer download)."""
-    return count_tokens_approximately(messages)
+    """Return the estimated token count of messages (no tokenizer download).
+
+    `memory.tokens.count_message_tokens`: script-aware (Chinese is not undercounted),
+    calibrated on OpenAI's o200k_base, 3 tokens of overhead a message. A list's count is
+    the sum of its messages' counts, so the window's per-turn costs add up exactly.
+    """
+    return count_message_tokens(messages)

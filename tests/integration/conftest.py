@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -29,6 +30,9 @@ _LEAKY_ENV = (
     "LANGSMITH_API_KEY",
     "LANGCHAIN_API_KEY",
 )
+
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def venv_bin(name: str) -> Path:
@@ -170,6 +174,37 @@ class Servers:
         self.started.append(server)
         wait_http(ready_url, timeout, server=server)
         return server
+
+    def langgraph_dev(
+        self, name: str, graph: str, path: Path, **env: str
+    ) -> tuple[str, ServerProcess]:
+        """Start `langgraph dev` serving one graph of the repo from a scratch directory.
+
+        Running from a tmp dir keeps `.langgraph_api/` and memory files out of the repo.
+        No `--allow-blocking`: blockbuster stays on, so a node that blocks the loop fails.
+        """
+        work = self.tmp / name
+        work.mkdir()
+        config = {"dependencies": [str(REPO)], "graphs": {graph: f"{path}:graph"}}
+        (work / "langgraph.json").write_text(json.dumps(config))
+        port = self.free_port()
+        server_env = self.env(
+            LANGGRAPH_CLI_NO_ANALYTICS="1",
+            LANGGRAPH_NO_VERSION_CHECK="true",
+            MEMORY_AGENT_MODEL="offline",
+            MEMORY_AGENT_HOME=str(work / "home"),
+            CHROMA_PATH=str(work / "chroma"),
+            **env,
+        )
+        server = self.start(
+            [str(self.bin("langgraph")), "dev", "--no-reload", "--no-browser",
+             "--host", "127.0.0.1", "--port", str(port)],
+            ready_url=f"http://127.0.0.1:{port}/ok",
+            cwd=work,
+            env=server_env,
+            timeout=120,
+        )  # fmt: skip
+        return f"http://127.0.0.1:{port}", server
 
     def stop_all(self) -> None:
         """Stop every server this object started."""
