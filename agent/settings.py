@@ -212,7 +212,10 @@ class Settings:
             access=access,
             backend=BackendConfig(
                 home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
-                database_url=env.get("DATABASE_URL") or env.get("POSTGRES_URI") or None,
+                database_url=(
+                    env.get("DATABASE_URL") or env.get("POSTGRES_URI") or env.get("DATABASE_URI")
+                )
+                or None,
                 chroma_path=env.get("CHROMA_PATH") or None,
                 chroma_host=env.get("CHROMA_HOST") or None,
                 chroma_port=_number("CHROMA_PORT", 8000, 1, 65535),

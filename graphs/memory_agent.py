@@ -68,6 +68,7 @@ def make_deps(
         max_message_chars=cfg.max_message_chars,
         access=cfg.access,
         tools=tuple(TOOLS if tools is None else tools),
+        database_url=cfg.backend.database_url,
     )
 
 

@@ -35,6 +35,7 @@ from graphs.tools import TOOLS, render_working_memory
 from graphs.window import ContextOverflow, build_window, tokens
 from graphs.window import _turns as _split_turns
 from memory.access import AccessPolicy, describe_refused
+from memory.backends import ensure_postgres_indexes
 from memory.block import format_block, quote
 from memory.extraction import (
     Extraction,
@@ -101,6 +102,8 @@ class AgentDeps:
         max_message_chars: Longest user message accepted.
         access: Which memories each agent may read and write (None: all of them).
         tools: The tools the chat model may call (working memory by default).
+        database_url: The Postgres database of the store, if any: its memory indexes are
+            made on first use (a LangGraph server never runs `memory-agent setup`).
 
     """
 
@@ -116,6 +119,7 @@ class AgentDeps:
     max_message_chars: int = 16_000  # agent.settings.DEFAULT_MAX_MESSAGE_CHARS
     access: AccessPolicy | None = None
     tools: Sequence[BaseTool] = tuple(TOOLS)
+    database_url: str | None = None
 
 
 def check_message(text: str, max_chars: int) -> str:
@@ -174,6 +178,8 @@ class MemoryNodes:
         agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or self.deps.agent_id
         # Opening Chroma touches disk or the network: keep it off the event loop.
         index = await asyncio.to_thread(self.deps.index)
+        if self.deps.database_url:
+            await asyncio.to_thread(ensure_postgres_indexes, self.deps.database_url)
         deps = self.deps
         return MemoryService(
             runtime.store, index, agent_id=agent_id, policy=deps.policy, access=deps.access

@@ -510,3 +510,37 @@ async def aprune_history(checkpointer: Any, thread_id: str) -> bool:
         log.warning("this checkpointer cannot prune: thread %s keeps its history", thread_id)
         return False
     return True
+
+
+_INDEXED: set[str] = set()
+_INDEXED_GUARD = threading.Lock()
+
+
+def ensure_postgres_indexes(url: str) -> bool:
+    """Create the memory store indexes in a Postgres database, once per process (idempotent).
+
+    `memory-agent setup` creates them; a LangGraph server opens its own store and never
+    runs it, so the graph calls this on first use. Nothing is done when the database has
+    no `store` table (yet). A failure is logged, not raised: saves work without the
+    indexes, only slower.
+
+    Returns:
+        True if the indexes exist (now or already), False if they could not be made.
+    """
+    with _INDEXED_GUARD:
+        if url in _INDEXED:
+            return True
+        try:
+            import psycopg
+
+            with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+                row = conn.execute("SELECT to_regclass('store') IS NOT NULL").fetchone()
+                if not row or not row[0]:
+                    return False
+                for sql in _POSTGRES_INDEXES:
+                    conn.execute(sql)
+        except Exception as exc:
+            log.warning("could not create the memory indexes in %s: %s", _redact(url), exc)
+            return False
+        _INDEXED.add(url)
+        return True

@@ -355,3 +355,32 @@ def test_long_subjects_and_statements_are_stored(pg_url: str, new_user, tmp_path
         b.store.put(("other-app", user), "k", {"subject": "z" * 5000, "content": "c" * 5000})
         assert b.store.get(("other-app", user), "k") is not None
         b.store.delete(("other-app", user), "k")
+
+
+async def test_a_served_graph_makes_the_store_indexes_on_first_use(
+    pg_url: str, new_user, tmp_path: Path
+) -> None:
+    # A LangGraph server opens its own store and never runs `memory-agent setup`.
+    from langchain_core.messages import HumanMessage
+
+    from graphs.context import Context
+    from graphs.memory_agent import build_graph
+    from memory import backends
+
+    names = ("memory_agent_subject_hash_idx", "memory_agent_content_idx")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for name in names:
+            conn.execute(f"DROP INDEX IF EXISTS {name}")
+    backends._INDEXED.discard(pg_url)
+    user = new_user("indexes")
+    settings = Settings(backend=BackendConfig(database_url=pg_url, home=str(tmp_path)))
+    async with aopen_backends(settings.backend) as b:
+        graph = build_graph(b.checkpointer, b.store, settings=settings, index=b.index)
+        await graph.ainvoke(
+            {"messages": [HumanMessage("I live in Oslo.")]},
+            {"configurable": {"thread_id": f"{user}-t"}},
+            context=Context(user_id=user),
+        )
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute("select indexname from pg_indexes where tablename = 'store'")
+        assert set(names) <= {r[0] for r in rows}
