@@ -329,7 +329,7 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
                     print(f"  {_line(rec)}")
                 continue
             try:
-                check_message(text, settings.max_message_chars)
+                check_message(text, settings.max_message_chars, settings.context_tokens)
             except InvalidMessage as exc:
                 print(f"error: {exc}")
                 continue

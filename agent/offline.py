@@ -1,20 +1,34 @@
 """The built-in offline chat model: deterministic, rule based, no network.
 
 It lets the whole pipeline run with no key: it answers from the memories it was given in
-the system prompt, and its structured output runs the rule-based extractor.
+the system prompt, and its structured output runs the rule-based extractor. Its answer
+streams like an LLM's: word by word (a few characters at a time for Chinese) when the
+caller streams, e.g. a graph streamed with `stream_mode="messages"` (Studio, the SDK).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    CallbackManagerForLLMRun,
+)
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
 from memory.block import parse_block
@@ -22,6 +36,16 @@ from memory.extraction import extract_rules, has_cjk
 from memory.summary import extractive_summary
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
+_WORD = re.compile(r"\S+\s*|\s+")
+CJK_PIECE_CHARS = 3
+"""Characters per streamed piece of a Chinese reply (English streams word by word)."""
+
+
+def pieces(text: str) -> list[str]:
+    """Split a reply into the pieces it streams as; they join back to `text` exactly."""
+    if has_cjk(text):
+        return [text[i : i + CJK_PIECE_CHARS] for i in range(0, len(text), CJK_PIECE_CHARS)]
+    return _WORD.findall(text) or [text]
 
 
 def _text(message: BaseMessage) -> str:
@@ -105,6 +129,30 @@ class OfflineChatModel(BaseChatModel):
         """Return a copy that states plans through `UpdateWorkingMemory` tool calls."""
         return self.model_copy(update={"tools_bound": True})
 
+    def _answer(self, messages: list[BaseMessage]) -> AIMessage:
+        """Return the whole answer: a plan tool call, or the reply text (deterministic)."""
+        system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
+        question = _last_human(messages)
+        if self.tools_bound and messages and isinstance(messages[-1], HumanMessage):
+            args = plan_update(question, system)
+            if args is not None:
+                call = {"name": "UpdateWorkingMemory", "args": args, "id": f"plan-{len(messages)}"}
+                return AIMessage("", tool_calls=[call])
+        return AIMessage(self.reply(question, parse_block(system)))
+
+    def _chunks(self, messages: list[BaseMessage]) -> Iterator[ChatGenerationChunk]:
+        """Yield the answer as an LLM streams it; the chunks add up to `_answer`."""
+        answer = self._answer(messages)
+        if answer.tool_calls:  # a tool call arrives whole, in one chunk
+            calls = [
+                tool_call_chunk(name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=i)
+                for i, c in enumerate(answer.tool_calls)
+            ]
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
+            return
+        for piece in pieces(_text(answer)):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -112,16 +160,33 @@ class OfflineChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
-        question = _last_human(messages)
-        if self.tools_bound and messages and isinstance(messages[-1], HumanMessage):
-            args = plan_update(question, system)
-            if args is not None:
-                call = {"name": "UpdateWorkingMemory", "args": args, "id": f"plan-{len(messages)}"}
-                message = AIMessage("", tool_calls=[call])
-                return ChatResult(generations=[ChatGeneration(message=message)])
-        reply = self.reply(question, parse_block(system))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
+        return ChatResult(generations=[ChatGeneration(message=self._answer(messages))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for chunk in self._chunks(messages):
+            if run_manager is not None:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        # Rule-based and in memory: no worker thread needed (the base class would use one).
+        for chunk in self._chunks(messages):
+            if run_manager is not None:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+            await asyncio.sleep(0)  # let the consumer take each piece as it comes
 
     @staticmethod
     def reply(question: str, memories: list[str]) -> str:

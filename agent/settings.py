@@ -10,7 +10,7 @@ from typing import Literal, TypeVar, cast
 
 from langchain_core.messages import HumanMessage
 
-from graphs.nodes import ANSWER_RESERVE_TOKENS
+from graphs.nodes import ANSWER_RESERVE_TOKENS, SYSTEM_PROMPT_RESERVE_TOKENS, message_room
 from graphs.window import tokens
 from memory.access import AccessPolicy
 from memory.backends import BackendConfig
@@ -18,13 +18,6 @@ from memory.lifecycle import Policy
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
-SYSTEM_PROMPT_RESERVE_TOKENS = 2048
-"""Tokens kept for the system prompt when checking that the longest message fits the budget.
-
-Enough for the prompt itself (~120 tokens) with a full memory block: `MEMORY_AGENT_RECALL_K`
-(8) recalled plus 4 core memories of up to 500 characters each. A long rolling summary can
-still push a turn over the budget; that turn then fails with a clear error.
-"""
 DEFAULT_MAX_MESSAGE_CHARS = 16_000
 """About 4,000 tokens: with both reserves it fits the default 8,000-token budget."""
 MIN_CONTEXT_TOKENS = 4_096
@@ -90,7 +83,7 @@ def max_message_chars_for(context_tokens: int) -> int:
         A character count (0 if nothing fits).
 
     """
-    room = context_tokens - ANSWER_RESERVE_TOKENS - SYSTEM_PROMPT_RESERVE_TOKENS
+    room = message_room(context_tokens, SYSTEM_PROMPT_RESERVE_TOKENS)
     # ~4 characters a token; the estimator is the judge, so step down until it agrees.
     chars = max(0, room * 4)
     while chars > 0 and message_tokens(chars) > room:

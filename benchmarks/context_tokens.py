@@ -3,7 +3,8 @@
 Runs threads of 50, 200 and 1,000 turns through the real graph (embedded Chroma, in-memory
 store and checkpointer) with a fake LLM whose replies are ~40 tokens, and prints one JSON
 object: per thread length, the median and max tokens sent per turn, the same for a baseline
-that sends the whole history, and their ratio.
+that sends the whole history, and their ratio. Tokens are the agent's own estimate
+(`graphs.window.tokens`: `memory.tokens`, calibrated on OpenAI's o200k_base).
 
     python benchmarks/context_tokens.py [--turns 50,200,1000] [--budget 8000]
 """
@@ -23,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fakes import ThreadFakeModel  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
-from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from agent.settings import Settings  # noqa: E402
 from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
+from graphs.window import tokens  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
 from memory.index import ChromaIndex  # noqa: E402
 
@@ -56,10 +57,10 @@ async def run(turns: int, settings: Settings, home: str) -> dict:
                                   context=Context(user_id="bench"))  # fmt: skip
         system = model.chat_inputs[-1][0]
         # Baseline: the same system prompt and memory, plus every message of the thread.
-        full.append(count_tokens_approximately([system, *out["messages"][:-1]]))
+        full.append(tokens([system, *out["messages"][:-1]]))
         if i % 50 == 0:
             print(f"  {turns}-turn thread: {i} turns", file=sys.stderr)
-    sent = [count_tokens_approximately(m) for m in model.chat_inputs]
+    sent = [tokens(m) for m in model.chat_inputs]
     last_system = str(model.chat_inputs[-1][0].content)
     return {
         "turns": turns,

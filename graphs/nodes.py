@@ -65,6 +65,13 @@ from memory.summary import screen as screen_summary
 
 log = logging.getLogger(__name__)
 ANSWER_RESERVE_TOKENS = 1024
+SYSTEM_PROMPT_RESERVE_TOKENS = 2048
+"""Tokens kept for the system prompt when checking that a message fits the budget.
+
+Enough for the prompt itself (~120 tokens) with a full memory block: `MEMORY_AGENT_RECALL_K`
+(8) recalled plus 4 core memories of up to 500 characters each. A long rolling summary can
+still push a turn over the budget; that turn then fails with a clear error.
+"""
 EXTRACTION_SCHEMA = Extraction.model_json_schema()
 SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
 MAX_TOOL_ROUNDS = 2
@@ -122,11 +129,30 @@ class AgentDeps:
     database_url: str | None = None
 
 
-def check_message(text: str, max_chars: int) -> str:
+def message_room(context_tokens: int, prompt_reserve: int = 0) -> int:
+    """Return the tokens a user message may have in a `context_tokens` budget.
+
+    Args:
+        context_tokens: The chat budget.
+        prompt_reserve: Tokens kept for the system prompt too. The turn itself checks
+            without it (the real prompt is measured then); settings check with
+            `SYSTEM_PROMPT_RESERVE_TOKENS`, so the default limit fits a full memory block.
+    """
+    return context_tokens - ANSWER_RESERVE_TOKENS - prompt_reserve
+
+
+def check_message(text: str, max_chars: int, context_tokens: int | None = None) -> str:
     """Validate a user message.
 
+    Args:
+        text: The message.
+        max_chars: Longest message accepted, in characters.
+        context_tokens: The chat budget; the message must fit it with the answer reserve
+            (Chinese costs about three times the tokens of English per character, so a
+            character limit alone cannot promise this).
+
     Raises:
-        InvalidMessage: If it is empty or longer than `max_chars`.
+        InvalidMessage: If it is empty, longer than `max_chars`, or too many tokens.
 
     """
     if not text or not text.strip():
@@ -136,6 +162,13 @@ def check_message(text: str, max_chars: int) -> str:
             f"the message is {len(text):,} characters; the limit is {max_chars:,} "
             "(MEMORY_AGENT_MAX_MESSAGE_CHARS). Split it or attach it as a file."
         )
+    if context_tokens is not None:
+        room, used = message_room(context_tokens), tokens([HumanMessage(text)])
+        if used > room:
+            raise InvalidMessage(
+                f"the message is about {used:,} tokens; {room:,} fit the context budget "
+                "(MEMORY_AGENT_CONTEXT_TOKENS). Split it or raise the budget."
+            )
     return text
 
 
@@ -196,7 +229,7 @@ class MemoryNodes:
         humans = _humans(state.get("messages", []))
         if not humans:
             raise InvalidMessage("the turn has no user message")
-        check_message(_text(humans[-1]), self.deps.max_message_chars)
+        check_message(_text(humans[-1]), self.deps.max_message_chars, self.deps.context_tokens)
         recent = [_text(m)[:500] for m in humans[-QUERY_CONTEXT_MESSAGES:-1]]
         query = "\n".join([*recent, _text(humans[-1])])
         ctx = runtime.context

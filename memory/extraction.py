@@ -519,15 +519,17 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     """Return the forget request a sentence makes ("forget …", "don't remember …", "把…删掉").
 
     Checked before anything else: "请忘记我住在哪里" asks to forget, even though it has a
-    question word in it. An empty query means "what I just said".
+    question word in it. "That" / "这个" means what the user just said.
     """
     s = sentence.strip().rstrip("。.!！?？~～")
     if _ASKS_DONE.search(s):
         return []  # "你忘了吗？" asks whether something was forgotten
     # "…删掉吗？", "…, please?": how it is asked does not change what is asked.
     s = _POLITE_END.sub("", s) or s
+    # "What I just said" is asked as "that" / "这个", the words a model is told to use.
+    that = "这个" if has_cjk(s) else "that"
     if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
-        return [ForgetRequest(query="")]
+        return [ForgetRequest(query=that)]
     for pat in _FORGET_ZH if has_cjk(s) else _FORGET_EN:
         m = pat.match(s)
         if m is None:
@@ -536,7 +538,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], _clean(m.group("q") or ""))
-        return [ForgetRequest(query=query)]
+        return [ForgetRequest(query=query or that)]
     return []
 
 

@@ -94,7 +94,6 @@ from __future__ import annotations
 
 import calendar
 import functools
-import math
 import re
 import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -699,13 +698,10 @@ def dedupe(
 
 
 def estimate_tokens(text: str) -> int:
-    """Approximate tokens of a text, as `count_tokens_approximately` counts a message body."""
-    try:
-        from langchain_core.messages.utils import count_tokens_approximately
+    """Estimated tokens of a text: `memory.tokens.count_tokens`, the agent's one estimator."""
+    from memory.tokens import count_tokens
 
-        return int(count_tokens_approximately([text], extra_tokens_per_message=0))
-    except Exception:  # pragma: no cover - langchain_core is a dependency
-        return math.ceil(len(text) / 4)
+    return count_tokens(text)
 
 
 def cut_to_budget(

@@ -188,14 +188,14 @@ class Servers:
         config = {"dependencies": [str(REPO)], "graphs": {graph: f"{path}:graph"}}
         (work / "langgraph.json").write_text(json.dumps(config))
         port = self.free_port()
-        server_env = self.env(
-            LANGGRAPH_CLI_NO_ANALYTICS="1",
-            LANGGRAPH_NO_VERSION_CHECK="true",
-            MEMORY_AGENT_MODEL="offline",
-            MEMORY_AGENT_HOME=str(work / "home"),
-            CHROMA_PATH=str(work / "chroma"),
-            **env,
-        )
+        settings = {
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGGRAPH_NO_VERSION_CHECK": "true",
+            "MEMORY_AGENT_MODEL": "offline",
+            "MEMORY_AGENT_HOME": str(work / "home"),
+            "CHROMA_PATH": str(work / "chroma"),
+        }
+        server_env = self.env(**{**settings, **env})
         server = self.start(
             [str(self.bin("langgraph")), "dev", "--no-reload", "--no-browser",
              "--host", "127.0.0.1", "--port", str(port)],

@@ -26,35 +26,8 @@ GRAPH = "memory_agent"
 
 @pytest.fixture(scope="module")
 def dev_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
-    """`langgraph dev` serving the repo's graph from a scratch directory.
-
-    Running from a tmp dir keeps `.langgraph_api/` and memory files out of the repo.
-    No `--allow-blocking`: blockbuster stays on, so a node that blocks the loop fails its run.
-    """
-    work = servers.tmp / "langgraph-dev"
-    work.mkdir()
-    config = {
-        "dependencies": [str(REPO)],
-        "graphs": {GRAPH: f"{REPO / 'graphs' / 'memory_agent.py'}:graph"},
-    }
-    (work / "langgraph.json").write_text(json.dumps(config))
-    port = servers.free_port()
-    env = servers.env(
-        LANGGRAPH_CLI_NO_ANALYTICS="1",
-        LANGGRAPH_NO_VERSION_CHECK="true",
-        MEMORY_AGENT_MODEL="offline",
-        MEMORY_AGENT_HOME=str(work / "home"),
-        CHROMA_PATH=str(work / "chroma"),
-    )
-    server = servers.start(
-        [str(servers.bin("langgraph")), "dev", "--no-reload", "--no-browser",
-         "--host", "127.0.0.1", "--port", str(port)],
-        ready_url=f"http://127.0.0.1:{port}/ok",
-        cwd=work,
-        env=env,
-        timeout=120,
-    )  # fmt: skip
-    yield f"http://127.0.0.1:{port}", server
+    """`langgraph dev` serving the repo's graph with the offline model."""
+    yield servers.langgraph_dev("langgraph-dev", GRAPH, REPO / "graphs" / "memory_agent.py")
 
 
 @pytest.fixture
@@ -167,3 +140,156 @@ async def test_another_users_thread_is_refused(client: LangGraphClient) -> None:
     assert len(answers) == 1  # only the owner's turn was answered
     stored = await client.store.search_items(["memories", "intruder-b"], limit=50)
     assert stored["items"] == []
+
+
+# --- streaming: only the chat reply's tokens reach a client -------------------------------
+
+from langgraph_sdk.schema import StreamMode  # noqa: E402
+
+INTERNAL = ('"memories"', '"forget"', "Extraction", "ThreadSummary", '"goals"', '"open_items"')
+"""What the extractor's and summarizer's output looks like; none of it may be streamed."""
+
+
+async def _stream_turn(
+    lg: LangGraphClient, thread_id: str, user: str, text: str, mode: StreamMode
+) -> list[tuple[str, Any]]:
+    """Stream one turn with `stream_mode=mode`; return its (event, data) parts."""
+    turn: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
+    parts = []
+    context = {"user_id": user}
+    async for part in lg.runs.stream(
+        thread_id, GRAPH, input=turn, context=context, stream_mode=mode
+    ):
+        assert part.event != "error", part.data
+        parts.append((part.event, part.data))
+    return parts
+
+
+def _tuple_tokens(parts: list[tuple[str, Any]]) -> list[str]:
+    """Check `messages-tuple` parts and return the reply's tokens, in order.
+
+    Every part must come from the chat node and carry nothing from extract or summarize.
+    """
+    tokens = []
+    messages = [data for event, data in parts if event == "messages"]
+    assert messages, parts
+    for message, meta in messages:
+        assert meta["langgraph_node"] == "chat", (meta["langgraph_node"], message)
+        assert not any(s in json.dumps(message) for s in INTERNAL), message
+        if message["type"] in ("ai", "AIMessageChunk") and not message.get("tool_call_chunks"):
+            tokens.append(message["content"])
+    return tokens
+
+
+async def test_messages_tuple_stream_is_the_reply_token_by_token(client: LangGraphClient) -> None:
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    for text in ("I live in Berlin and I'm vegetarian.", "Can you suggest a dinner idea?"):
+        parts = await _stream_turn(client, tid, "streamer", text, "messages-tuple")
+        tokens = _tuple_tokens(parts)
+        values = (await client.threads.get_state(tid))["values"]
+        assert isinstance(values, dict), values
+        assert len([t for t in tokens if t]) > 1, f"the reply arrived in one piece: {tokens}"
+        assert "".join(tokens) == _reply(values)
+    # The memories were still extracted and saved: only their streaming was suppressed.
+    assert "vegetarian" in _reply(values)
+    stored = await client.store.search_items(["memories", "streamer"], limit=50)
+    contents = {i["value"]["content"] for i in stored["items"]}
+    assert {"User is vegetarian.", "User lives in Berlin."} <= contents
+
+
+async def test_messages_stream_for_studio_is_the_reply_growing(client: LangGraphClient) -> None:
+    """`stream_mode="messages"` (what Studio shows): partial messages of the chat reply only."""
+    thread = await client.threads.create()
+    tid = thread["thread_id"]
+    parts = await _stream_turn(client, tid, "studio", "I live in Berlin.", "messages")
+    reply = _reply((await client.threads.get_state(tid))["values"])  # type: ignore[arg-type]
+    nodes = {
+        meta["metadata"]["langgraph_node"]
+        for event, data in parts
+        if event == "messages/metadata"
+        for meta in data.values()
+    }
+    assert nodes == {"chat"}, nodes
+    # One message, growing a piece at a time into the reply.
+    partial = [data[0] for event, data in parts if event == "messages/partial"]
+    assert len({m["id"] for m in partial}) == 1, partial
+    text = [m["content"] for m in partial]
+    assert len(set(text)) > 2, text
+    assert all(b.startswith(a) for a, b in zip(text, text[1:], strict=False)), text
+    assert text[-1] == reply
+    assert not any(s in json.dumps(data) for _, data in parts for s in INTERNAL)
+
+
+# A real (tool-calling, JSON-answering) model behind the same server: the scripted
+# OpenAI-compatible stub of tests/openai_stub.py, which streams every answer in pieces.
+from openai_stub import OpenAIStub, Reply, json_reply, schema_name  # noqa: E402
+
+STUB_REPLY = "Noted, Lisbon it is, and no peanuts in anything I suggest."
+STUB_SUMMARY = {
+    "goals": ["plan meals"],
+    "constraints": ["no peanuts"],
+    "decisions": [],
+    "open_items": [],
+    "facts": ["lives in Lisbon"],
+}
+
+
+def _stub_answer(body: dict[str, Any]) -> Any:
+    name = schema_name(body)
+    if name == "Extraction":
+        lisbon = {"kind": "fact", "subject": "profile.city", "content": "User lives in Lisbon.",
+                  "value": "Lisbon", "confidence": 0.95}  # fmt: skip
+        return json_reply({"memories": [lisbon], "forget": []})
+    if name == "ThreadSummary":
+        return json_reply(STUB_SUMMARY)
+    return Reply(STUB_REPLY, chunk_size=5)
+
+
+@pytest.fixture(scope="module")
+def stub_server(servers: Servers) -> Iterator[tuple[str, ServerProcess, Any]]:
+    """`langgraph dev` whose model is `openai:` pointed at the scripted stub.
+
+    A tiny `MEMORY_AGENT_SUMMARY_TOKENS` makes every turn from the third on summarize.
+    """
+    with OpenAIStub(handler=_stub_answer) as stub:
+        url, server = servers.langgraph_dev(
+            "langgraph-dev-stub",
+            GRAPH,
+            REPO / "graphs" / "memory_agent.py",
+            MEMORY_AGENT_MODEL="openai:gpt-4o-mini",
+            OPENAI_BASE_URL=stub.base_url,
+            OPENAI_API_KEY="test",
+            MEMORY_AGENT_SUMMARY_TOKENS="50",
+        )
+        yield url, server, stub
+        assert not stub.errors, f"the stub's handler failed: {stub.errors!r}"
+
+
+async def test_structured_output_of_a_real_model_is_not_streamed(
+    stub_server: tuple[str, ServerProcess, Any],
+) -> None:
+    url, server, stub = stub_server
+    start = server.log_size()
+    lg = get_client(url=url, timeout=60)
+    try:
+        thread = await lg.threads.create()
+        tid = thread["thread_id"]
+        stub.clear()
+        said = ("I live in Lisbon.", "I'm allergic to peanuts.", "Any dinner ideas?")
+        for text in said:
+            tokens = _tuple_tokens(await _stream_turn(lg, tid, "carol", text, "messages-tuple"))
+            assert "".join(tokens) == STUB_REPLY
+            assert len([t for t in tokens if t]) > 1, tokens
+        # Extraction and the summary did run, through the model, streamed by the client...
+        names = [schema_name(b) for b in stub.chat_requests()]
+        assert names.count("Extraction") == len(said), names
+        assert "ThreadSummary" in names, names
+        values = (await lg.threads.get_state(tid))["values"]
+        assert isinstance(values, dict) and values["summary"], values
+        stored = await lg.store.search_items(["memories", "carol"], limit=50)
+        assert "User lives in Lisbon." in {i["value"]["content"] for i in stored["items"]}
+        # ...but none of their output reached the messages stream (checked per part above).
+    finally:
+        await lg.aclose()
+        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")

@@ -94,7 +94,7 @@ def test_chat_reports_a_line_that_overflows_the_budget_and_goes_on(capsys, monke
     for n in range(16):
         text = f"User likes story number {n}: " + " ".join(f"story{n}x{i}" for i in range(60))
         code, _, err = cli(
-            capsys, "memories", "add", "--user", "alice", text[:490], "--subject", f"likes.s{n}"
+            capsys, "memories", "add", "--user", "alice", text[:400], "--subject", f"likes.s{n}"
         )
         assert code == 0, err
     lines = iter(

@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 from fakes import ThreadFakeModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.messages.utils import count_tokens_approximately
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
@@ -17,6 +16,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import ANSWER_RESERVE_TOKENS
 from graphs.window import ContextOverflow, build_window, pair_tools
+from graphs.window import tokens as count_tokens
 from memory.service import MemoryService
 
 BUDGET = Settings(context_tokens=2500, summary_tokens=1200)
@@ -50,7 +50,7 @@ async def test_a_500_turn_thread_stays_in_budget_and_keeps_what_matters(index) -
         await say(graph, f"Message {i}: tell me more about option {i % 13}, please.")
     assert model.turns == 500
     for sent in model.chat_inputs:
-        assert count_tokens_approximately(sent) <= BUDGET.context_tokens - ANSWER_RESERVE_TOKENS
+        assert count_tokens(sent) <= BUDGET.context_tokens - ANSWER_RESERVE_TOKENS
         assert_protocol_ok(sent)
         assert isinstance(next(m for m in sent[1:]), HumanMessage)  # the window starts at a user
     last = model.chat_inputs[-1]
@@ -77,7 +77,7 @@ async def test_summary_failure_keeps_the_raw_view(index) -> None:
     assert not state.get("summary") and not state.get("summary_through")
     # With no summary, the budget still holds by dropping the oldest whole turns.
     for sent in model.chat_inputs:
-        assert count_tokens_approximately(sent) <= BUDGET.context_tokens - ANSWER_RESERVE_TOKENS
+        assert count_tokens(sent) <= BUDGET.context_tokens - ANSWER_RESERVE_TOKENS
 
 
 async def test_summary_is_archived_as_an_episode_for_other_threads(index) -> None:
