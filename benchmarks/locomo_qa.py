@@ -31,7 +31,7 @@ The judge (``prompts/judge.en.md``; LLM-as-judge as in the mem0 paper) gets the 
 the gold answer and the generated answer and replies CORRECT or WRONG; anything else, and a
 failed call, counts as wrong (and is counted). Reported per system: accuracy overall and per
 category, prompt tokens per question (from the responses' ``usage``; estimated with
-``count_tokens_approximately`` where a response has none), latency per question (the answer
+``memory.tokens`` where a response has none), latency per question (the answer
 call, plus recall for ``memory_on``; with ``--concurrency`` calls in flight), and the same-run
 ratios of memory on to the full history (tokens) and to memory off (accuracy).
 
@@ -69,7 +69,6 @@ _ENV = {name: os.environ.get(name) for name in ("OPENAI_API_KEY", "OPENAI_BASE_U
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
-from langchain_core.messages.utils import count_tokens_approximately  # noqa: E402
 from locomo import (  # noqa: E402  (one LoCoMo reader)
     CATEGORIES,
     DEFAULT_DATA,
@@ -81,6 +80,7 @@ from locomo import (  # noqa: E402  (one LoCoMo reader)
 
 import prompts  # noqa: E402
 from memory.block import format_block  # noqa: E402
+from memory.tokens import count_message_tokens, count_tokens  # noqa: E402
 
 SYSTEMS = ("memory_on", "memory_off", "full_history")
 NOTHING = "(nothing yet)"
@@ -251,12 +251,12 @@ def prepare(
         del service
         conn.close()
     for item in items:
-        item.est_tokens = {s: count_tokens_approximately(answer_messages(s, item)) for s in SYSTEMS}
+        item.est_tokens = {s: count_message_tokens(answer_messages(s, item)) for s in SYSTEMS}
     return items, stats
 
 
 def tokens_of(text: str) -> int:
-    return int(count_tokens_approximately([text], extra_tokens_per_message=0)) if text else 0
+    return count_tokens(text) if text else 0
 
 
 # --- cost ---------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
     n = len(items)
     answer_out = args.assume_answer_tokens
     filler = "x" * (4 * answer_out)  # an answer of about that many tokens
-    judge_in = sum(count_tokens_approximately(judge_messages(i.qa, filler)) for i in items)
+    judge_in = sum(count_message_tokens(judge_messages(i.qa, filler)) for i in items)
     per_system = {
         s: {"calls": n, "prompt_tokens": sum(i.est_tokens[s] for i in items),
             "prompt_tokens_median": _median([i.est_tokens[s] for i in items])}
@@ -299,7 +299,7 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
             "judge_out": args.judge_price_out,
         },  # fmt: skip
         "usd": {"answers": a_usd, "judge": j_usd, "total": round(a_usd + j_usd, 4)},
-        "how": "prompt tokens counted on the exact prompts with count_tokens_approximately "
+        "how": "prompt tokens counted on the exact prompts with memory.tokens "
         f"(~4 characters a token); each answer assumed {answer_out} tokens, each verdict "
         f"{args.assume_judge_tokens}",
     }
@@ -330,7 +330,7 @@ def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
     except Exception as exc:  # counted and reported, the run goes on
         return {"text": "", "seconds": time.perf_counter() - t0,
                 "error": f"{type(exc).__name__}: {exc}"[:500],
-                "prompt_tokens": count_tokens_approximately(messages),
+                "prompt_tokens": count_message_tokens(messages),
                 "completion_tokens": 0, "tokens_from": "estimate"}  # fmt: skip
     seconds = time.perf_counter() - t0
     text = message_text(reply)
@@ -338,7 +338,7 @@ def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
     if usage.get("input_tokens"):
         tokens = (int(usage["input_tokens"]), int(usage.get("output_tokens") or 0), "usage")
     else:
-        tokens = (count_tokens_approximately(messages), tokens_of(text), "estimate")
+        tokens = (count_message_tokens(messages), tokens_of(text), "estimate")
     return {"text": text, "seconds": seconds, "error": None, "prompt_tokens": tokens[0],
             "completion_tokens": tokens[1], "tokens_from": tokens[2]}  # fmt: skip
 
