@@ -946,7 +946,14 @@ class MemoryService:
             # Only what was targeted: the record, the raw turns it was said in, and summary
             # lines that state it (cut, or the summary dropped when nothing else is left).
             gone = [rec, *(c.record for c in copies if c.action == "forgotten")]
-            self._write(user_id, [c for c in copies if c.action == "edited"])
+            edited = [c for c in copies if c.action == "edited"]
+            # A superseding record carries the old one's history: its words go too.
+            ids = {r.id for r in gone}
+            for other in self._scan(user_id, include_inactive=True):
+                if other.id not in ids and any(h.record_id in ids for h in other.history):
+                    other.history = [h for h in other.history if h.record_id not in ids]
+                    edited.append(Change("edited", other, note="history of a deleted memory"))
+            self._write(user_id, edited)
             self._delete(user_id, gone)
             return rec
         self._write(user_id, [change, *copies])

@@ -374,3 +374,15 @@ async def test_thread_redaction_can_be_turned_off(
         assert "13812345678" in str(state.values["messages"][0].content)  # the thread keeps it
         exported = json.dumps(await session.service.aexport("ann"), ensure_ascii=False)
         assert "13812345678" not in exported  # memory still never does
+
+
+async def test_hard_forget_of_a_superseded_fact_leaves_no_trace_in_its_successor(
+    session: Session, user: str
+) -> None:
+    await say(session, user, "a", "I live in Berlin.", "I moved to Munich.")
+    rows = await session.service.alist(user, include_inactive=True, include_turns=True)
+    berlin = next(r for r in rows if r.content == "User lives in Berlin.")
+    await session.service.aforget(user, berlin.id, hard=True)
+    exported = json.dumps(await session.service.aexport(user), ensure_ascii=False)
+    assert "Berlin" not in exported
+    assert "User lives in Munich." in exported
