@@ -316,7 +316,7 @@ _ZH_RULES: list[Rule] = [
         lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
     ),
     (
-        re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+)"),
+        re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+?)(?:了|啦)?$"),
         lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
     ),
     (

@@ -113,3 +113,8 @@ def test_coerce_non_objects_yield_nothing(raw: object) -> None:
 def test_candidate_content_is_capped_and_subject_normalized() -> None:
     c = CandidateMemory(kind="fact", subject=" Profile City ", content="x" * 5000)
     assert c.subject == "profile_city" and len(c.content) == 500
+
+
+def test_a_chinese_move_keeps_the_city_without_its_particle() -> None:
+    (cand,) = extract_rules("我搬到杭州了", NOW).memories
+    assert (cand.subject, cand.content, cand.value) == ("profile.city", "用户住在杭州。", "杭州")
