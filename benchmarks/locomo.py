@@ -357,6 +357,22 @@ class TimedEmbedder:
             self.seconds += time.perf_counter() - t0
 
 
+def service_in(folder: Path, embedder: Any) -> Any:
+    """Return a memory service of its own (SQLite store + embedded Chroma) in a new folder."""
+    from langgraph.store.sqlite import SqliteStore
+
+    from memory.index import ChromaIndex
+    from memory.service import MemoryService
+
+    folder.mkdir()
+    conn = sqlite3.connect(str(folder / "store.sqlite"), check_same_thread=False,
+                           isolation_level=None)  # fmt: skip
+    store = SqliteStore(conn)
+    store.setup()
+    index = ChromaIndex.open(embedder, path=str(folder / "chroma"))
+    return MemoryService(store, index, policy=Policy(turn_ttl=SERVICE_TURN_TTL))
+
+
 def ingest_service(service: Any, user: str, conv: Conversation) -> int:
     """Archive every turn through `MemoryService.archive_turns`, one thread per session."""
     turns = conv.turns
@@ -391,11 +407,9 @@ def run(
     rank_config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return the result object."""
-    from langgraph.store.sqlite import SqliteStore
 
     from memory.embeddings import make_embedder
     from memory.index import ChromaIndex
-    from memory.service import MemoryService
 
     opts = {**OURS_DEFAULTS, **(ours or {})}
     config = retrieval.with_overrides(retrieval.DEFAULT_CONFIG, **(rank_config or {}))
@@ -435,17 +449,7 @@ def run(
             ratios_history.append(hist)
             now = conv.now
             # The product path: a service of its own per conversation (store + index).
-            svc_dir = Path(tmp) / f"service-{ci}"
-            svc_dir.mkdir()
-            conn = sqlite3.connect(str(svc_dir / "store.sqlite"), check_same_thread=False,
-                                   isolation_level=None)  # fmt: skip
-            store = SqliteStore(conn)
-            store.setup()
-            service = MemoryService(
-                store,
-                ChromaIndex.open(timed, path=str(svc_dir / "chroma")),  # type: ignore[arg-type]
-                policy=Policy(turn_ttl=SERVICE_TURN_TTL),
-            )
+            service = service_in(Path(tmp) / f"service-{ci}", timed)
             t0 = time.perf_counter()
             svc_stats["turns_archived"] += ingest_service(service, user, conv)
             svc_stats["ingest_seconds"] += time.perf_counter() - t0
@@ -522,8 +526,8 @@ def run(
                         tok = retrieval.estimate_tokens(block)
                         sc.block_tokens[k].append(tok)
                         sc.block_ratio[k].append(tok / hist)
+            service.store.conn.close()  # type: ignore[attr-defined]
             del service
-            conn.close()
         del index
     elapsed = time.perf_counter() - t_start
     n_questions = len(scores["ours"].rows)

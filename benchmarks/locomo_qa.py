@@ -51,7 +51,6 @@ import argparse
 import json
 import os
 import re
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -76,6 +75,7 @@ from locomo import (  # noqa: E402  (one LoCoMo reader)
     Conversation,
     ingest_service,
     load,
+    service_in,
 )
 
 import prompts  # noqa: E402
@@ -204,12 +204,8 @@ def prepare(
     convs: list[Conversation], per_conv: list[list[QA]], *, k: int, tmp: str
 ) -> tuple[list[Item], dict[str, Any]]:
     """Ingest each conversation into its own memory service and recall for each question."""
-    from langgraph.store.sqlite import SqliteStore
 
     from memory.embeddings import make_embedder
-    from memory.index import ChromaIndex
-    from memory.lifecycle import Policy
-    from memory.service import MemoryService
 
     embedder = make_embedder("local")
     embedder.embed(["warm up"])
@@ -221,17 +217,7 @@ def prepare(
         if not questions:
             continue
         user = f"locomo-{ci}"
-        svc_dir = Path(tmp) / f"service-{ci}"
-        svc_dir.mkdir()
-        conn = sqlite3.connect(str(svc_dir / "store.sqlite"), check_same_thread=False,
-                               isolation_level=None)  # fmt: skip
-        store = SqliteStore(conn)
-        store.setup()
-        service = MemoryService(
-            store,
-            ChromaIndex.open(embedder, path=str(svc_dir / "chroma")),
-            policy=Policy(turn_ttl=SERVICE_TURN_TTL),
-        )
+        service = service_in(Path(tmp) / f"service-{ci}", embedder)
         t0 = time.perf_counter()
         stats["turns_archived"] += ingest_service(service, user, conv)
         stats["ingest_seconds"] += time.perf_counter() - t0
@@ -248,8 +234,8 @@ def prepare(
             items.append(Item(qa, now, block, history, recall_s, len(found)))
         C.log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
               f"history ≈{stats['history_tokens'][-1]} tokens")  # fmt: skip
+        service.store.conn.close()  # type: ignore[attr-defined]
         del service
-        conn.close()
     for item in items:
         item.est_tokens = {s: count_message_tokens(answer_messages(s, item)) for s in SYSTEMS}
     return items, stats

@@ -13,8 +13,9 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -140,6 +141,21 @@ def wait_http(url: str, timeout: float, *, server: ServerProcess | None = None) 
         time.sleep(0.25)
     logged = server.log() if server is not None else ""
     raise RuntimeError(f"{url} not ready after {timeout:.0f}s ({last}):\n{logged}")
+
+
+@contextlib.asynccontextmanager
+async def sdk_client(url: str, server: ServerProcess) -> AsyncIterator[Any]:
+    """An SDK client of a `langgraph dev`; the server's log meanwhile is printed at the end
+    (pytest shows it when the test fails)."""
+    from langgraph_sdk import get_client
+
+    start = server.log_size()
+    lg = get_client(url=url, timeout=60)
+    try:
+        yield lg
+    finally:
+        await lg.aclose()
+        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
 
 
 class Servers:

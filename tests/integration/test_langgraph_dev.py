@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,9 +17,10 @@ from langgraph_sdk.client import LangGraphClient
 if TYPE_CHECKING:
     from conftest import ServerProcess, Servers
 
+from conftest import REPO, sdk_client  # noqa: E402
+
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 GRAPH = "memory_agent"
 
 
@@ -33,14 +33,8 @@ def dev_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
 @pytest.fixture
 async def client(dev_server: tuple[str, ServerProcess]) -> AsyncIterator[LangGraphClient]:
     """An SDK client; the server's log of this test is printed (shown if it fails)."""
-    url, server = dev_server
-    start = server.log_size()
-    lg = get_client(url=url, timeout=60)
-    try:
+    async with sdk_client(*dev_server) as lg:
         yield lg
-    finally:
-        await lg.aclose()
-        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
 
 
 async def _turn(lg: LangGraphClient, user: str, text: str) -> dict[str, Any]:

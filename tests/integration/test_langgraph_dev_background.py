@@ -12,13 +12,12 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 
 if TYPE_CHECKING:
     from conftest import ServerProcess, Servers
 
-from conftest import REPO
+from conftest import REPO, sdk_client
 
 pytestmark = pytest.mark.integration
 GRAPH = "memory_agent"
@@ -36,14 +35,9 @@ def background_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
 
 @pytest.fixture
 async def client(background_server: tuple[str, ServerProcess]) -> AsyncIterator[LangGraphClient]:
-    url, server = background_server
-    start = server.log_size()
-    lg = get_client(url=url, timeout=60)
-    try:
+    """An SDK client; the server's log of this test is printed (shown if it fails)."""
+    async with sdk_client(*background_server) as lg:
         yield lg
-    finally:
-        await lg.aclose()
-        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
 
 
 async def _say(lg: LangGraphClient, thread: str, user: str, text: str) -> dict[str, Any]:
