@@ -200,6 +200,7 @@ class MemoryNodes:
     def __init__(self, deps: AgentDeps) -> None:
         """Bind nodes to dependencies."""
         self.deps = deps
+        self._indexes_ready = False
 
     async def _service(self, runtime: Runtime[Context]) -> MemoryService:
         if runtime.store is None:
@@ -211,8 +212,9 @@ class MemoryNodes:
         agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or self.deps.agent_id
         # Opening Chroma touches disk or the network: keep it off the event loop.
         index = await asyncio.to_thread(self.deps.index)
-        if self.deps.database_url:
-            await asyncio.to_thread(ensure_postgres_indexes, self.deps.database_url)
+        if self.deps.database_url and not self._indexes_ready:
+            url = self.deps.database_url
+            self._indexes_ready = await asyncio.to_thread(ensure_postgres_indexes, url)
         deps = self.deps
         return MemoryService(
             runtime.store, index, agent_id=agent_id, policy=deps.policy, access=deps.access
@@ -247,6 +249,7 @@ class MemoryNodes:
                 {
                     "id": r.record.id,
                     "kind": r.record.kind,
+                    "subject": r.record.subject,
                     "content": r.record.content,
                     "score": round(r.score, 4),
                     "why": r.why,
@@ -450,12 +453,22 @@ class MemoryNodes:
         lang = "zh" if has_cjk(_text(pending[-1])) else "en"
         # What is already remembered on these subjects: a real model then reuses the subject
         # (or names the id) of what a new statement changes, and reconcile can supersede it.
-        said = "\n".join(_text(m)[:500] for m in pending)
-        related = await service.asearch(user, said, RELATED_MEMORIES)
+        # A turn reuses what load_memory recalled for this very message; a flush (several
+        # messages, later) searches again.
+        recalled = state.get("recalled")
+        related: list[dict[str, Any]] = recalled or []
+        if state.get("flush") or recalled is None or not all("subject" in r for r in related):
+            said = "\n".join(_text(m)[:500] for m in pending)
+            found = await service.asearch(user, said, RELATED_MEMORIES)
+            related = [
+                {"id": r.record.id, "kind": r.record.kind, "subject": r.record.subject,
+                 "content": r.record.content}
+                for r in found
+            ]  # fmt: skip
         existing = "\n".join(
-            f"  - id {r.record.id} · {r.record.subject}: {quote(r.record.content)}"
-            for r in related
-            if r.record.kind != "episode"
+            f"  - id {r['id']} · {r['subject']}: {quote(r['content'])}"
+            for r in related[:RELATED_MEMORIES]
+            if r["kind"] != "episode"
         )
         system = SystemMessage(
             prompts.render(
