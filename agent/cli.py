@@ -16,8 +16,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agent.settings import Settings
 from graphs.nodes import InvalidMessage, check_message
+from graphs.settings import Settings, open_service
 from memory.access import AccessDenied
 from memory.backends import Backends, BackendUnavailable, WriterLockTimeout, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
@@ -141,14 +141,7 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 
 
 def _service(b: Backends, settings: Settings) -> MemoryService:
-    return MemoryService(
-        b.store,
-        b.index,
-        agent_id=settings.agent_id,
-        checkpointer=b.checkpointer,
-        policy=settings.policy,
-        access=settings.access,
-    )
+    return open_service(settings, b.store, b.index, checkpointer=b.checkpointer)
 
 
 def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
@@ -292,8 +285,8 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
-    from agent.models import OFFLINE_NOTICE
     from agent.runner import open_session
+    from graphs.models import OFFLINE_NOTICE
 
     user = check_user_id(args.user)
     thread = args.thread or f"{user}-{uuid.uuid4().hex[:8]}"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from agent.models import OFFLINE_NOTICE
+from graphs.models import OFFLINE_NOTICE
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 
 # (user, thread, message, what to point out)
 SCRIPT: list[tuple[str, str, str, str]] = [

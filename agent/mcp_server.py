@@ -41,7 +41,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse  # noqa: E402
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
-from agent.settings import Settings  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from memory.access import AccessDenied  # noqa: E402
 from memory.backends import Backends, BackendUnavailable, aopen_backends  # noqa: E402
 from memory.index import IndexMismatch, IndexUnavailable  # noqa: E402

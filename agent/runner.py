@@ -20,10 +20,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
-from agent.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import pending_messages
+from graphs.settings import Settings, open_service
 from graphs.state import InputState, State
 from memory.backends import Backends, aopen_backends, aprune_history
 from memory.service import MemoryService
@@ -186,12 +186,8 @@ async def open_session(settings: Settings, *, setup: bool = False) -> AsyncItera
         graph = build_graph(
             backends.checkpointer, backends.store, settings=settings, index=backends.index
         )
-        service = MemoryService(
-            backends.store,
-            backends.index,
-            agent_id=settings.agent_id,
-            checkpointer=backends.checkpointer,
-            policy=settings.policy,
+        service = open_service(
+            settings, backends.store, backends.index, checkpointer=backends.checkpointer
         )
         session = Session(graph, backends, service, settings)
         try:

@@ -27,7 +27,7 @@ from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 
-from agent.settings import Settings  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
 from graphs.window import tokens  # noqa: E402

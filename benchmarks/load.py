@@ -21,7 +21,7 @@ import uuid
 from dataclasses import replace
 
 from agent.runner import open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.backends import BackendConfig
 
 LINES = [

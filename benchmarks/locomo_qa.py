@@ -7,7 +7,7 @@
         [--price-in USD] [--price-out USD] [--dry-run-cost]
 
 Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
-by `agent.models.make_chat_model` exactly as the agent builds them; ``--base-url`` points
+by `graphs.models.make_chat_model` exactly as the agent builds them; ``--base-url`` points
 them at a local server). The key is ``--api-key`` or ``OPENAI_API_KEY``; the judge uses
 ``--judge-base-url`` / ``--judge-api-key`` when given, else the model's (``--judge-base-url
 none``: OpenAI's own endpoint while the model runs elsewhere).
@@ -295,8 +295,8 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_model(spec: str, key: str | None, base_url: str | None, retries: int) -> Any:
-    from agent.models import make_chat_model
-    from agent.settings import Settings
+    from graphs.models import make_chat_model
+    from graphs.settings import Settings
 
     model = make_chat_model(spec, Settings(openai_api_key=key, openai_base_url=base_url))
     if retries <= 1:
@@ -600,7 +600,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.judge_price_out is None:
         args.judge_price_out = args.price_out
     if args.k is None:
-        from agent.settings import Settings
+        from graphs.settings import Settings
 
         args.k = Settings().recall_k
     return args

@@ -55,7 +55,7 @@ from langgraph.store.base import GetOp, PutOp  # noqa: E402
 # Everything the run uses is imported now, so one run measures one version of the code even
 # if files change while it runs.
 from agent.offline import OfflineChatModel  # noqa: E402
-from agent.settings import Settings  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
 from memory.backends import BackendConfig, aopen_backends, open_backends  # noqa: E402

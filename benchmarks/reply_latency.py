@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fakes import ThreadFakeModel  # noqa: E402
 
 import agent.runner as runner  # noqa: E402
-from agent.settings import Settings  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
 from memory.backends import BackendConfig  # noqa: E402
 

@@ -1,8 +1,7 @@
-"""The memory agent graph, as `langgraph dev` and apps load it.
+"""The memory agent graph: `build_graph` compiles it for an app.
 
-`graph` carries no checkpointer or store: the LangGraph server injects its own. Apps use
-`build_graph(checkpointer=..., store=...)`. This module is the composition root: it is the
-one graphs module that reads the application's settings and model factory.
+The graph `langgraph dev` serves is compiled in `agent/app.py`, the one module that reads
+the environment when it is imported.
 """
 
 from __future__ import annotations
@@ -13,13 +12,15 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 
-from agent.models import cached_chat_model
-from agent.settings import Settings
 from graphs.builder import make_builder
 from graphs.context import Context
+from graphs.models import cached_chat_model
 from graphs.nodes import AgentDeps
+from graphs.settings import Settings
 from graphs.state import InputState, State
 from graphs.tools import TOOLS
 from memory.backends import open_index
@@ -56,25 +57,16 @@ def make_deps(
         return model if model is not None else cached_chat_model(spec or cfg.model, cfg)
 
     return AgentDeps(
+        settings=cfg,
         chat_model=chat_model,
         index=get_index,
-        policy=cfg.policy,
-        agent_id=cfg.agent_id,
-        recall_k=cfg.recall_k,
-        context_tokens=cfg.context_tokens,
-        summary_tokens=cfg.summary_tokens,
-        extract_mode=cfg.extract_mode,
-        extract_delay=cfg.extract_delay,
-        max_message_chars=cfg.max_message_chars,
-        access=cfg.access,
         tools=tuple(TOOLS if tools is None else tools),
-        database_url=cfg.backend.database_url,
     )
 
 
 def build_graph(
-    checkpointer: Any = None,
-    store: Any = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
     *,
     settings: Settings | None = None,
     model: BaseChatModel | None = None,
@@ -84,17 +76,29 @@ def build_graph(
     """Compile the memory agent with persistence, for use from an app.
 
     Args:
-        checkpointer: Keeps each thread's messages (e.g. from `memory.backends.aopen_backends`).
-        store: Long-term memory's source of truth (any LangGraph `BaseStore`).
+        checkpointer: Keeps each thread's messages (e.g. from `memory.aopen_backends`); None
+            under a LangGraph server, which brings its own.
+        store: Long-term memory's source of truth (any LangGraph `BaseStore`); None under a
+            LangGraph server, which brings its own.
         settings: Defaults to `Settings.from_env()`.
         model: A chat model to use instead of the configured spec.
         index: A Chroma index to use instead of opening the configured one.
         tools: The tools the chat model may call, e.g. `[*graphs.tools.TOOLS, my_tool]`.
 
+    Example:
+        ```python
+        from graphs import Context, build_graph
+        from memory import aopen_backends
+
+        async with aopen_backends(settings.backend, setup=True) as b:
+            graph = build_graph(b.checkpointer, b.store, index=b.index)
+            await graph.ainvoke(
+                {"messages": [("user", "I'm allergic to peanuts.")]},
+                {"configurable": {"thread_id": "t1"}},
+                context=Context(user_id="alice"),
+            )
+        ```
+
     """
     deps = make_deps(settings, model=model, index=index, tools=tools)
     return make_builder(deps).compile(checkpointer=checkpointer, store=store, name="memory_agent")
-
-
-builder = make_builder(make_deps())
-graph = builder.compile(name="memory_agent")

@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -30,11 +30,18 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graphs.context import Context, user_of
+from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.tools import TOOLS, render_working_memory
-from graphs.window import ContextOverflow, build_window, tokens
+from graphs.window import (
+    ANSWER_RESERVE_TOKENS,
+    ContextOverflow,
+    build_window,
+    message_room,
+    tokens,
+)
 from graphs.window import _turns as _split_turns
-from memory.access import AccessPolicy, describe_refused
+from memory.access import describe_refused
 from memory.backends import ensure_postgres_indexes
 from memory.block import format_block, quote
 from memory.extraction import (
@@ -47,7 +54,6 @@ from memory.extraction import (
 from memory.index import ChromaIndex
 from memory.lifecycle import (
     Change,
-    Policy,
     describe_forget,
     forget_phrase,
     is_deictic,
@@ -64,14 +70,6 @@ from memory.summary import render as render_summary
 from memory.summary import screen as screen_summary
 
 log = logging.getLogger(__name__)
-ANSWER_RESERVE_TOKENS = 1024
-SYSTEM_PROMPT_RESERVE_TOKENS = 2048
-"""Tokens kept for the system prompt when checking that a message fits the budget.
-
-Enough for the prompt itself (~120 tokens) with a full memory block: `MEMORY_AGENT_RECALL_K`
-(8) recalled plus 4 core memories of up to 500 characters each. A long rolling summary can
-still push a turn over the budget; that turn then fails with a clear error.
-"""
 EXTRACTION_SCHEMA = Extraction.model_json_schema()
 SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
 MAX_TOOL_ROUNDS = 2
@@ -93,52 +91,21 @@ class InvalidMessage(ValueError):
 
 @dataclass(frozen=True)
 class AgentDeps:
-    """What the nodes need from the application, resolved lazily per run.
+    """What the nodes need from the application.
 
     Attributes:
-        chat_model: Returns the chat model for a spec (None: the configured default).
+        settings: Budgets, policies and defaults; a run's `Context` may override the
+            agent id, the model and how many memories are recalled.
+        chat_model: Returns the chat model for a spec (None: `settings.model`).
         index: Returns the Chroma index (opened once, on first use).
-        policy: Lifecycle rules.
-        agent_id: Default writer of memories.
-        recall_k: Default number of memories recalled per turn.
-        context_tokens: Token budget of one chat call.
-        summary_tokens: Unsummarized thread size (tokens) that triggers a rolling summary.
-        extract_mode: `inline` (extract and save after every reply) or `background` (the
-            graph ends after chat; a flush run extracts a burst of turns at once).
-        extract_delay: Seconds of quiet before a background extraction runs.
-        max_message_chars: Longest user message accepted.
-        access: Which memories each agent may read and write (None: all of them).
         tools: The tools the chat model may call (working memory by default).
-        database_url: The Postgres database of the store, if any: its memory indexes are
-            made on first use (a LangGraph server never runs `memory-agent setup`).
 
     """
 
+    settings: Settings
     chat_model: Callable[[str | None], BaseChatModel]
     index: Callable[[], ChromaIndex | None]
-    policy: Policy = field(default_factory=Policy)
-    agent_id: str = "memory-agent"
-    recall_k: int = 8
-    context_tokens: int = 8000
-    summary_tokens: int = 3000
-    extract_mode: str = "inline"
-    extract_delay: float = 2.0
-    max_message_chars: int = 16_000  # agent.settings.DEFAULT_MAX_MESSAGE_CHARS
-    access: AccessPolicy | None = None
     tools: Sequence[BaseTool] = tuple(TOOLS)
-    database_url: str | None = None
-
-
-def message_room(context_tokens: int, prompt_reserve: int = 0) -> int:
-    """Return the tokens a user message may have in a `context_tokens` budget.
-
-    Args:
-        context_tokens: The chat budget.
-        prompt_reserve: Tokens kept for the system prompt too. The turn itself checks
-            without it (the real prompt is measured then); settings check with
-            `SYSTEM_PROMPT_RESERVE_TOKENS`, so the default limit fits a full memory block.
-    """
-    return context_tokens - ANSWER_RESERVE_TOKENS - prompt_reserve
 
 
 def check_message(text: str, max_chars: int, context_tokens: int | None = None) -> str:
@@ -203,22 +170,21 @@ class MemoryNodes:
         self._indexes_ready = False
 
     async def _service(self, runtime: Runtime[Context]) -> MemoryService:
-        if runtime.store is None:
+        store = runtime.store
+        if store is None:
             raise RuntimeError(
                 "the memory agent needs a store: use build_graph(store=...) or run it "
                 "under `langgraph dev`, which provides one"
             )
+        cfg = self.deps.settings
         ctx = runtime.context
-        agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or self.deps.agent_id
+        agent_id = (ctx.agent_id if isinstance(ctx, Context) else None) or cfg.agent_id
         # Opening Chroma touches disk or the network: keep it off the event loop.
         index = await asyncio.to_thread(self.deps.index)
-        if self.deps.database_url and not self._indexes_ready:
-            url = self.deps.database_url
+        if cfg.backend.database_url and not self._indexes_ready:
+            url = cfg.backend.database_url
             self._indexes_ready = await asyncio.to_thread(ensure_postgres_indexes, url)
-        deps = self.deps
-        return MemoryService(
-            runtime.store, index, agent_id=agent_id, policy=deps.policy, access=deps.access
-        )
+        return open_service(cfg, store, index, agent_id=agent_id)
 
     async def _model(self, runtime: Runtime[Context]) -> BaseChatModel:
         ctx = runtime.context
@@ -231,11 +197,15 @@ class MemoryNodes:
         humans = _humans(state.get("messages", []))
         if not humans:
             raise InvalidMessage("the turn has no user message")
-        check_message(_text(humans[-1]), self.deps.max_message_chars, self.deps.context_tokens)
+        check_message(
+            _text(humans[-1]),
+            self.deps.settings.max_message_chars,
+            self.deps.settings.context_tokens,
+        )
         recent = [_text(m)[:500] for m in humans[-QUERY_CONTEXT_MESSAGES:-1]]
         query = "\n".join([*recent, _text(humans[-1])])
         ctx = runtime.context
-        k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.recall_k
+        k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.settings.recall_k
         now = _turn_time(state)
         service = await self._service(runtime)
         thread_id = _thread_id()
@@ -287,7 +257,7 @@ class MemoryNodes:
         lang = "zh" if humans and has_cjk(_text(humans[-1])) else "en"
         skip = _summarized_ids(messages, state.get("summary_through"))
         system = self._system(state, lang, state.get("working"))
-        budget = self.deps.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
+        budget = self.deps.settings.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
         if budget <= 0:
             raise ContextOverflow(
                 "the system prompt, memory block and summary alone exceed "
@@ -302,7 +272,7 @@ class MemoryNodes:
             # Asked without tools and calling one anyway: keep its words, drop the call.
             reply = AIMessage(reply.content, id=reply.id, name=reply.name)
         update: dict[str, Any] = {"messages": [reply]}
-        if self.deps.extract_mode == "background":
+        if self.deps.settings.extract_mode == "background":
             update["turn_time"] = None  # the run ends here; the next turn starts fresh
         return update
 
@@ -311,7 +281,7 @@ class MemoryNodes:
         messages = state.get("messages", [])
         if messages and isinstance(messages[-1], AIMessage) and messages[-1].tool_calls:
             return "tools"
-        if self.deps.extract_mode == "inline" or state.get("flush"):
+        if self.deps.settings.extract_mode == "inline" or state.get("flush"):
             return "extract"
         return "schedule"
 
@@ -342,7 +312,7 @@ class MemoryNodes:
             input={"flush": True},
             context={"user_id": user_of(runtime.context)},
             multitask_strategy="enqueue",
-            after_seconds=max(1, round(self.deps.extract_delay)),
+            after_seconds=max(1, round(self.deps.settings.extract_delay)),
         )
         return {}
 
@@ -365,7 +335,7 @@ class MemoryNodes:
             if isinstance(m, HumanMessage | AIMessage)
             and _text(m).strip()
             and not (isinstance(m, HumanMessage) and asks_to_forget(_text(m)))
-            and len(_text(m)) <= self.deps.max_message_chars
+            and len(_text(m)) <= self.deps.settings.max_message_chars
         )
         lang = "zh" if has_cjk(transcript) else "en"
         try:
@@ -429,7 +399,7 @@ class MemoryNodes:
         messages = state.get("messages", [])
         skip = _summarized_ids(messages, state.get("summary_through"))
         live = [m for m in messages if m.id not in skip]
-        return "summarize" if tokens(live) > self.deps.summary_tokens else END
+        return "summarize" if tokens(live) > self.deps.settings.summary_tokens else END
 
     async def extract(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Extract memory candidates from the user messages not yet extracted.
@@ -444,7 +414,9 @@ class MemoryNodes:
             # A flush run starts here, not at load_memory: the thread must be this user's.
             await service.aremember_thread(user, thread_id)
         messages = state.get("messages", [])
-        pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
+        pending = _pending(
+            messages, state.get("extracted_through"), self.deps.settings.max_message_chars
+        )
         if not pending:
             return {"extraction": Extraction().model_dump()}
         exchange: list[BaseMessage] = list(pending)
@@ -498,7 +470,9 @@ class MemoryNodes:
         thread_id = _thread_id() or None
         messages = state.get("messages", [])
         humans = _humans(messages)
-        pending = _pending(messages, state.get("extracted_through"), self.deps.max_message_chars)
+        pending = _pending(
+            messages, state.get("extracted_through"), self.deps.settings.max_message_chars
+        )
         source = Source(
             thread_id=thread_id,
             message_ids=[m.id for m in pending if m.id],
@@ -519,7 +493,7 @@ class MemoryNodes:
             before = [m for m in humans if m.id and m.id not in {p.id for p in pending[-1:]}]
             latest = [m.id for m in reversed(before) if m.id][:LATEST_STATEMENTS]
             changes = await service.asave(user, extraction, source, context=context, latest=latest)
-        if self.deps.policy.archive_turns and pending:
+        if self.deps.settings.policy.archive_turns and pending:
             await service.aarchive_turns(user, _turns_to_archive(pending), source)
         recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
         if recalled:
@@ -590,7 +564,7 @@ class MemoryNodes:
             text = _text(m)
             if m.id in said_in or any(states(text, p) for p in phrases):
                 out["messages"].append(m.model_copy(update={"content": FORGOTTEN_TEXT[zh]}))
-            elif i >= start and self.deps.policy.redact_thread and find_sensitive(text):
+            elif i >= start and self.deps.settings.policy.redact_thread and find_sensitive(text):
                 out["messages"].append(m.model_copy(update={"content": redact(text)}))
         if phrases:
             # This turn's recall was made before the forget: it is in the checkpoint too.

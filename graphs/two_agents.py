@@ -19,8 +19,8 @@ its writer, and the access policy decides what it may read and change:
 - neither reads nor writes `payment.*`.
 
 This policy (`EXAMPLE_ACCESS`) applies unless `MEMORY_AGENT_ACCESS_POLICY` names a file, so
-the graph works in Studio with no configuration. Like `memory_agent.py`, this module is a
-composition root: `graph` carries no persistence; apps call `build_graph(...)`.
+the graph works in Studio with no configuration. `agent/app.py` compiles the one
+`langgraph dev` serves; apps call `build_graph(...)`.
 """
 
 from __future__ import annotations
@@ -32,15 +32,17 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
 
-from agent.settings import Settings
 from graphs.builder import make_builder
 from graphs.context import Context
 from graphs.memory_agent import make_deps
 from graphs.nodes import AgentDeps
+from graphs.settings import Settings
 from graphs.state import InputState, State
 from memory.access import AccessPolicy
 from memory.index import ChromaIndex
@@ -134,7 +136,11 @@ def make_two_agent_builder(
     builder = StateGraph(TwoAgentState, context_schema=Context, input_schema=InputState)
     builder.add_node("route", route)
     for agent_id in agents:
-        sub = make_builder(dataclasses.replace(deps, agent_id=agent_id))
+        sub = make_builder(
+            dataclasses.replace(
+                deps, settings=dataclasses.replace(deps.settings, agent_id=agent_id)
+            )
+        )
         # The agent subgraph gets the whole state (the rolling summary, working memory...),
         # not just the caller's input, so short-term memory carries over between turns.
         sub.input_schema = State
@@ -150,8 +156,8 @@ def make_two_agent_builder(
 
 
 def build_graph(
-    checkpointer: Any = None,
-    store: Any = None,
+    checkpointer: BaseCheckpointSaver[Any] | None = None,
+    store: BaseStore | None = None,
     *,
     settings: Settings | None = None,
     model: BaseChatModel | None = None,
@@ -171,14 +177,6 @@ def build_graph(
 
     """
     cfg = settings or Settings.from_env()
-    deps = make_deps(cfg, model=model, index=index)
-    deps = dataclasses.replace(deps, access=access or cfg.access or EXAMPLE_ACCESS)
-    builder = make_two_agent_builder(deps)
+    cfg = dataclasses.replace(cfg, access=access or cfg.access or EXAMPLE_ACCESS)
+    builder = make_two_agent_builder(make_deps(cfg, model=model, index=index))
     return builder.compile(checkpointer=checkpointer, store=store, name="two_agents")
-
-
-_settings = Settings.from_env()
-builder = make_two_agent_builder(
-    dataclasses.replace(make_deps(_settings), access=_settings.access or EXAMPLE_ACCESS)
-)
-graph = builder.compile(name="two_agents")

@@ -12,6 +12,15 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 
 from memory.tokens import count_message_tokens
 
+ANSWER_RESERVE_TOKENS = 1024
+SYSTEM_PROMPT_RESERVE_TOKENS = 2048
+"""Tokens kept for the system prompt when checking that a message fits the budget.
+
+Enough for the prompt itself (~120 tokens) with a full memory block: `MEMORY_AGENT_RECALL_K`
+(8) recalled plus 4 core memories of up to 500 characters each. A long rolling summary can
+still push a turn over the budget; that turn then fails with a clear error.
+"""
+
 
 class ContextOverflow(ValueError):
     """The fixed part of the prompt alone does not fit the budget."""
@@ -95,3 +104,15 @@ def tokens(messages: Sequence[BaseMessage]) -> int:
     the sum of its messages' counts, so the window's per-turn costs add up exactly.
     """
     return count_message_tokens(messages)
+
+
+def message_room(context_tokens: int, prompt_reserve: int = 0) -> int:
+    """Return the tokens a user message may have in a `context_tokens` budget.
+
+    Args:
+        context_tokens: The chat budget.
+        prompt_reserve: Tokens kept for the system prompt too. The turn itself checks
+            without it (the real prompt is measured then); settings check with
+            `SYSTEM_PROMPT_RESERVE_TOKENS`, so the default limit fits a full memory block.
+    """
+    return context_tokens - ANSWER_RESERVE_TOKENS - prompt_reserve

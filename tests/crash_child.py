@@ -130,7 +130,7 @@ def service_delete_user(home: str, user: str) -> None:
 
 async def graph_run(home: str, user: str, thread: str, fault: str) -> None:
     from agent.runner import open_session
-    from agent.settings import Settings
+    from graphs.settings import Settings
     from graphs.nodes import MemoryNodes
     from memory.backends import BackendConfig
     from memory.index import ChromaIndex

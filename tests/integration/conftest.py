@@ -191,17 +191,18 @@ class Servers:
         wait_http(ready_url, timeout, server=server)
         return server
 
-    def langgraph_dev(
-        self, name: str, graph: str, path: Path, **env: str
-    ) -> tuple[str, ServerProcess]:
-        """Start `langgraph dev` serving one graph of the repo from a scratch directory.
+    def langgraph_dev(self, name: str, graph: str, **env: str) -> tuple[str, ServerProcess]:
+        """Start `langgraph dev` serving one graph of the repo's `langgraph.json`.
 
-        Running from a tmp dir keeps `.langgraph_api/` and memory files out of the repo.
+        It runs from a scratch directory with a copy of that entry, which keeps
+        `.langgraph_api/` and memory files out of the repo.
         No `--allow-blocking`: blockbuster stays on, so a node that blocks the loop fails.
         """
         work = self.tmp / name
         work.mkdir()
-        config = {"dependencies": [str(REPO)], "graphs": {graph: f"{path}:graph"}}
+        target = json.loads((REPO / "langgraph.json").read_text())["graphs"][graph]
+        file, _, attr = target.partition(":")
+        config = {"dependencies": [str(REPO)], "graphs": {graph: f"{REPO / file}:{attr}"}}
         (work / "langgraph.json").write_text(json.dumps(config))
         port = self.free_port()
         settings = {

@@ -22,7 +22,7 @@ from fakes import ThreadFakeModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from memory.backends import BackendConfig

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.backends import BackendConfig
 from memory.records import MemoryRecord
 from memory.service import ThreadNotYours

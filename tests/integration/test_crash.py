@@ -26,7 +26,7 @@ from conftest import offline_env
 from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from memory.backends import BackendConfig, open_backends
 from memory.records import MemoryRecord, utcnow

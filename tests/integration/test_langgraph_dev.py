@@ -17,7 +17,7 @@ from langgraph_sdk.client import LangGraphClient
 if TYPE_CHECKING:
     from conftest import ServerProcess, Servers
 
-from conftest import REPO, sdk_client  # noqa: E402
+from conftest import sdk_client  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ GRAPH = "memory_agent"
 @pytest.fixture(scope="module")
 def dev_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
     """`langgraph dev` serving the repo's graph with the offline model."""
-    yield servers.langgraph_dev("langgraph-dev", GRAPH, REPO / "graphs" / "memory_agent.py")
+    yield servers.langgraph_dev("langgraph-dev", GRAPH)
 
 
 @pytest.fixture
@@ -250,7 +250,6 @@ def stub_server(servers: Servers) -> Iterator[tuple[str, ServerProcess, Any]]:
         url, server = servers.langgraph_dev(
             "langgraph-dev-stub",
             GRAPH,
-            REPO / "graphs" / "memory_agent.py",
             MEMORY_AGENT_MODEL="openai:gpt-4o-mini",
             OPENAI_BASE_URL=stub.base_url,
             OPENAI_API_KEY="test",

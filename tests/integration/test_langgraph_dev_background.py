@@ -17,7 +17,7 @@ from langgraph_sdk.client import LangGraphClient
 if TYPE_CHECKING:
     from conftest import ServerProcess, Servers
 
-from conftest import REPO, sdk_client
+from conftest import sdk_client
 
 pytestmark = pytest.mark.integration
 GRAPH = "memory_agent"
@@ -26,9 +26,8 @@ WAIT_S = 90
 
 @pytest.fixture(scope="module")
 def background_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
-    path = REPO / "graphs" / "memory_agent.py"
     yield servers.langgraph_dev(
-        "background", GRAPH, path, MEMORY_AGENT_EXTRACT_MODE="background",
+        "background", GRAPH, MEMORY_AGENT_EXTRACT_MODE="background",
         MEMORY_AGENT_EXTRACT_DELAY="1",
     )  # fmt: skip
 

@@ -19,7 +19,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 
 from agent.cli import main as cli_main
 from agent.runner import open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends, open_backends
 from memory.records import MemoryRecord
 from memory.service import MemoryNotFound, MemoryService

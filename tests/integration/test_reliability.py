@@ -28,7 +28,7 @@ from langchain_core.messages import HumanMessage
 from psycopg.conninfo import make_conninfo
 
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends

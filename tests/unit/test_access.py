@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.access import (
     AccessDenied,
     AccessPolicy,

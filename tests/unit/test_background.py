@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.runner import open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.backends import BackendConfig
 
 

@@ -20,7 +20,7 @@ from langgraph.store.memory import InMemoryStore
 
 from agent.cli import main
 from agent.offline import OfflineChatModel
-from agent.settings import SYSTEM_PROMPT_RESERVE_TOKENS, Settings, message_tokens
+from graphs.settings import SYSTEM_PROMPT_RESERVE_TOKENS, Settings, message_tokens
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import ANSWER_RESERVE_TOKENS

@@ -22,7 +22,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from agent.runner import Session, open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from memory.records import MemoryRecord
 
 SUMMARY_TOKENS = 60

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import InvalidMessage

@@ -9,7 +9,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import InvalidMessage
@@ -142,7 +142,7 @@ async def test_graph_without_store_explains_itself(index) -> None:
 
 
 def test_exported_graph_has_no_persistence_and_the_four_nodes() -> None:
-    from graphs.memory_agent import graph
+    from agent.app import memory_agent as graph
 
     assert graph.checkpointer is None and graph.store is None
     assert {"load_memory", "chat", "extract", "save"} <= set(graph.get_graph().nodes)

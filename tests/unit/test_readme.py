@@ -24,7 +24,7 @@ def test_ci_runs_exactly_the_readme_commands() -> None:
 
 
 def test_every_setting_in_the_code_is_documented() -> None:
-    code = (ROOT / "agent" / "settings.py").read_text(encoding="utf-8")
+    code = (ROOT / "graphs" / "settings.py").read_text(encoding="utf-8")
     names = set(re.findall(r'"((?:MEMORY_AGENT|OPENAI|CHROMA|DATABASE|POSTGRES)_[A-Z_]+)"', code))
     assert names, "no settings found"
     missing = {n for n in names if f"`{n}`" not in README}

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import ANSWER_RESERVE_TOKENS

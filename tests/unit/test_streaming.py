@@ -18,7 +18,7 @@ from langgraph.store.memory import InMemoryStore
 
 from agent.offline import CJK_PIECE_CHARS, OfflineChatModel, pieces
 from agent.runner import open_session
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from memory.backends import BackendConfig

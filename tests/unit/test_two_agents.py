@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from agent.settings import Settings
+from graphs.settings import Settings
 from graphs.context import Context
 from graphs.two_agents import AFTER_SALES, PRE_SALES, build_graph
 from memory.access import AccessPolicy
@@ -172,11 +172,11 @@ async def test_a_policy_passed_in_replaces_the_example(parts) -> None:
 
 
 def test_exported_graph_has_no_persistence_and_is_registered() -> None:
-    from graphs.two_agents import graph
+    from agent.app import two_agents_graph as graph
 
     assert graph.checkpointer is None and graph.store is None
     assert {"route", "pre_sales", "after_sales"} <= set(graph.get_graph().nodes)
     inner = set(graph.get_graph(xray=1).nodes)
     assert {"pre_sales:load_memory", "after_sales:save"} <= inner
     config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
-    assert config["graphs"]["two_agents"] == "./graphs/two_agents.py:graph"
+    assert config["graphs"]["two_agents"] == "./agent/app.py:two_agents_graph"

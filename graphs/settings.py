@@ -1,20 +1,32 @@
-"""Settings, read from the environment once and passed down explicitly."""
+"""Settings: read from the environment once, by the caller, and passed down explicitly.
+
+Nothing here reads the environment at import time; `Settings.from_env()` does when called.
+"""
 
 from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
+from weakref import WeakKeyDictionary
 
 from langchain_core.messages import HumanMessage
+from langgraph.store.base import BaseStore
 
-from graphs.nodes import ANSWER_RESERVE_TOKENS, SYSTEM_PROMPT_RESERVE_TOKENS, message_room
-from graphs.window import tokens
+from graphs.window import (
+    ANSWER_RESERVE_TOKENS,
+    SYSTEM_PROMPT_RESERVE_TOKENS,
+    message_room,
+    tokens,
+)
 from memory.access import AccessPolicy
 from memory.backends import BackendConfig
+from memory.index import ChromaIndex
 from memory.lifecycle import Policy
+from memory.service import MemoryService
 
 DEFAULT_OPENAI_MODEL = "openai:gpt-4o-mini"
 
@@ -217,3 +229,54 @@ class Settings:
                 embeddings_api_key=key,
             ),
         )
+
+
+_SERVICES: WeakKeyDictionary[BaseStore, dict[str, tuple[Settings, Any, MemoryService]]] = (
+    WeakKeyDictionary()
+)
+_SERVICES_LOCK = threading.Lock()
+
+
+def open_service(
+    settings: Settings,
+    store: BaseStore,
+    index: ChromaIndex | None,
+    *,
+    agent_id: str | None = None,
+    checkpointer: Any | None = None,
+) -> MemoryService:
+    """Return the memory service of a store: the one place a service is configured.
+
+    The graph's nodes, the CLI, the runner and the MCP server all get theirs here, so they
+    apply the same lifecycle and access policy, and share one service (its lexical
+    snapshots and locks) per store, agent, settings and index.
+
+    Args:
+        settings: Where the lifecycle policy, the access policy and the agent id come from.
+        store: The source of truth.
+        index: The Chroma index (None: recall by words from the store only).
+        agent_id: Who writes; defaults to `settings.agent_id`.
+        checkpointer: Lets `delete_user` delete the user's threads too.
+
+    Example:
+        ```python
+        backends = open_backends(settings.backend)
+        service = open_service(settings, backends.store, backends.index)
+        service.search("alice", "where do I work?")
+        ```
+
+    """
+    agent = agent_id or settings.agent_id
+    with _SERVICES_LOCK:
+        services = _SERVICES.setdefault(store, {})
+        cached = services.get(agent)
+        if cached is not None and cached[0] is settings and cached[1] is index:
+            service = cached[2]
+        else:
+            service = MemoryService(
+                store, index, agent_id=agent, policy=settings.policy, access=settings.access
+            )
+            services[agent] = (settings, index, service)
+        if checkpointer is not None:
+            service.checkpointer = checkpointer
+        return service

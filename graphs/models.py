@@ -7,7 +7,7 @@ from functools import cache
 from langchain_core.language_models import BaseChatModel
 
 from agent.offline import OfflineChatModel
-from agent.settings import Settings
+from graphs.settings import Settings
 
 OFFLINE_NOTICE = (
     "Using the built-in offline model (rule based, no LLM). Set OPENAI_API_KEY, or "
