@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from agent import __version__
 from graphs.nodes import InvalidMessage, check_message
 from graphs.settings import Settings, open_service
 from memory.access import AccessDenied
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         description="A LangGraph agent with long-term memory (offline by default).",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log warnings and details")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     demo = sub.add_parser("demo", help="play a scripted conversation that shows memory at work")
