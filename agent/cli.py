@@ -20,9 +20,16 @@ from agent import __version__
 from graphs.nodes import InvalidMessage, check_message
 from graphs.settings import Settings, open_service
 from memory.access import AccessDenied
-from memory.backends import Backends, BackendUnavailable, WriterLockTimeout, open_backends
+from memory.backends import Backends, BackendUnavailable, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
-from memory.records import InvalidUserId, MemoryRecord, check_user_id
+from memory.locks import WriterLockTimeout
+from memory.records import (
+    STATED_KINDS,
+    InvalidUserId,
+    MemoryRecord,
+    check_user_id,
+    kinds_help,
+)
 from memory.service import ConsolidationReport, MemoryNotFound, MemoryService
 
 # The CLI must never phone home: Chroma telemetry and LangSmith tracing stay off.
@@ -62,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("setup", help="create the Postgres tables (the embedded default needs none)")
 
+    # The only declaration of the `mcp` flags: `agent.mcp.server.run` takes what they parse.
     mcp = sub.add_parser(
         "mcp", help="serve memory to MCP clients (stdio, or --http with bearer tokens)"
     )
@@ -73,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--read-only", action="store_true", help="stdio: refuse remember and forget")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
-    mcp.add_argument("--host", default="127.0.0.1")
-    mcp.add_argument("--port", type=int, default=8765)
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP host (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
     mcp.add_argument(
         "--tokens",
         metavar="FILE",
@@ -104,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add = action("add", "remember a statement")
     add.add_argument("text")
-    add.add_argument("--kind", choices=["fact", "preference", "event"], default="fact")
+    add.add_argument("--kind", choices=STATED_KINDS, default="fact", help=kinds_help(STATED_KINDS))
     add.add_argument("--subject", help="dotted key, e.g. profile.city (same subject supersedes)")
     add.add_argument("--date", help="event date, YYYY-MM-DD")
     imp = action("import", "import a JSON-lines file written by export")
@@ -377,7 +385,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "setup":
             return asyncio.run(_setup(settings))
         if args.command == "mcp":
-            from agent.mcp_server import run as run_mcp
+            from agent.mcp import run as run_mcp
 
             return run_mcp(args, settings)
         if args.command == "consolidate":

@@ -5,6 +5,7 @@ Nothing here asserts a speed: benchmarks measure and print, they never pass or f
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -14,11 +15,11 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -40,18 +41,152 @@ for _var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "DATABASE_URL", "POSTGRES_URI"
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
+T = TypeVar("T")
+
 
 # --- output ------------------------------------------------------------------------------------
 
+_quiet = False
+"""Set by `--json` (`output_args`): no progress bars and no progress lines on stderr."""
 
-def log(msg: str) -> None:
-    """Progress goes to stderr; stdout carries only the final JSON object."""
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+def log(msg: str, *, always: bool = False) -> None:
+    """A progress line on stderr (stdout carries only the final JSON object).
+
+    `--json` silences it unless `always` (warnings, errors). While a progress bar is live
+    the line is printed above it, so the bar stays in one place.
+    """
+    if _quiet and not always:
+        return
+    line = f"[{time.strftime('%H:%M:%S')}] {msg}"
+    if _bars is not None:
+        _bars.console.print(line, markup=False, highlight=False)
+    else:
+        print(line, file=sys.stderr, flush=True)
 
 
 def emit(result: dict[str, Any]) -> None:
     """Print the one JSON object of a run on stdout."""
     print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+
+
+def output_args(parser: argparse.ArgumentParser, *, chart: bool = True) -> None:
+    """Add the flags every benchmark has: `--json`, `--out` and (for those that draw) `--chart`."""
+    parser.add_argument(
+        "--json", action="store_true", help="print only the JSON: no progress on stderr"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="also write the JSON to this file")
+    if chart:
+        parser.add_argument(
+            "--chart",
+            type=Path,
+            default=None,
+            help="write a PNG chart here (default: beside --out, same name, .png)",
+        )
+
+
+def start(args: argparse.Namespace) -> None:
+    """Apply the common flags before a run: `--json` makes it quiet."""
+    global _quiet
+    _quiet = bool(getattr(args, "json", False))
+
+
+def finish(
+    result: dict[str, Any],
+    args: argparse.Namespace,
+    draw: Callable[[dict[str, Any], Any], Any] | None = None,
+    *,
+    file_only: dict[str, Any] | None = None,
+) -> None:
+    """End a run: draw the chart (`--chart`, or beside `--out`), write `--out`, print the JSON.
+
+    `draw(result, pyplot)` returns the figure; the chart's path (or why it was not drawn) goes
+    into the result as ``chart``. `file_only` is written to `--out` and not printed (e.g.
+    every answer of a run).
+    """
+    out: Path | None = getattr(args, "out", None)
+    chart: Path | None = getattr(args, "chart", None)
+    if chart is None and out is not None:
+        chart = out.with_suffix(".png")
+    if draw is not None and chart is not None:
+        result["chart"] = save_chart(draw, result, chart)
+        if "skipped" in result["chart"]:
+            log(f"chart: {result['chart']['skipped']}", always=True)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(result | (file_only or {}), indent=2, ensure_ascii=False, default=str)
+        out.write_text(text + "\n", encoding="utf-8")
+    emit(result)
+
+
+# --- progress ----------------------------------------------------------------------------------
+
+_bars: Any = None  # the live rich Progress, shared by nested bars
+_depth = 0
+
+
+@contextmanager
+def progress(label: str, total: int | None = None) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr; yields `advance(n=1)`.
+
+    Shown only when stderr is a terminal and `--json` was not given, so logs and the JSON on
+    stdout stay clean. Bars opened inside another share its display (one line each) and
+    disappear when done.
+    """
+    global _bars, _depth
+    if _quiet or not sys.stderr.isatty():
+
+        def skip(n: int = 1) -> None:
+            """No bar: nothing to advance."""
+
+        yield skip
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    if _bars is None:
+        _bars = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        _bars.start()
+    bars = _bars
+    _depth += 1
+    task = bars.add_task(label, total=total)
+
+    def advance(n: int = 1) -> None:
+        bars.advance(task, n)
+
+    try:
+        yield advance
+    finally:
+        bars.remove_task(task)
+        _depth -= 1
+        if _depth == 0:
+            bars.stop()
+            _bars = None
+
+
+def track(items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
+    """Yield `items` with a progress bar (see `progress`); `total` defaults to len(items)."""
+    if total is None and isinstance(items, Sized):
+        total = len(items)
+    with progress(label, total) as advance:
+        for item in items:
+            yield item
+            advance(1)
 
 
 def run_info() -> dict[str, Any]:
@@ -167,7 +302,7 @@ def guard_network() -> list[str]:
                 raise OSError(f"benchmark network guard: refused connection to {host}")
         return original(self, address)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
     return attempts
 
 
@@ -181,19 +316,32 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q))
 
 
+def describe(values: list[float], keys: Iterable[str], *, digits: int = 1) -> dict[str, Any]:
+    """Named statistics of `values`, rounded: any of median, p95, mean, min, max, total.
+
+    One definition of each for every benchmark (p95 is `percentile`'s linear one);
+    ``{"n": 0}`` when there are no values.
+    """
+    if not values:
+        return {"n": 0}
+    how: dict[str, Callable[[list[float]], float]] = {
+        "median": statistics.median,
+        "p95": lambda v: percentile(v, 95),
+        "mean": statistics.fmean,
+        "min": min,
+        "max": max,
+        "total": sum,
+    }
+    return {key: round(float(how[key](values)), digits) for key in keys}
+
+
 def summarize_ms(samples_s: list[float]) -> dict[str, Any]:
-    """Median, p95, mean and min of samples given in seconds, reported in milliseconds."""
+    """Median, p95, mean, min and max of samples given in seconds, reported in milliseconds."""
     if not samples_s:
         return {"n": 0}
-    ms = [s * 1000.0 for s in samples_s]
-    return {
-        "n": len(ms),
-        "median_ms": round(statistics.median(ms), 3),
-        "p95_ms": round(percentile(ms, 95), 3),
-        "mean_ms": round(statistics.fmean(ms), 3),
-        "min_ms": round(min(ms), 3),
-        "max_ms": round(max(ms), 3),
-    }
+    stats = describe([s * 1000.0 for s in samples_s], ("median", "p95", "mean", "min", "max"),
+                     digits=3)  # fmt: skip
+    return {"n": len(samples_s), **{f"{k}_ms": v for k, v in stats.items()}}
 
 
 def time_calls(
@@ -224,11 +372,61 @@ def stopwatch() -> Iterator[dict[str, float]]:
         box["s"] = time.perf_counter() - t0
 
 
-def ratio(a: float | None, b: float | None) -> float | None:
-    """a / b rounded, or None when either is missing or b is zero."""
+def ratio(a: float | None, b: float | None, digits: int = 2) -> float | None:
+    """a / b rounded, or None when either is missing or NaN or b is zero."""
     if a is None or b is None or b == 0 or a != a or b != b:
         return None
-    return round(a / b, 2)
+    return round(a / b, digits)
+
+
+# --- charts ------------------------------------------------------------------------------------
+
+COLORS = {
+    "ours": "#2b7bba",
+    "service": "#2b7bba",
+    "memory_on": "#2b7bba",
+    "sent": "#2b7bba",
+}
+"""Our system is blue in every chart; peers and baselines take the next colours."""
+OTHER_COLORS = ["#e8a33d", "#7aa457", "#c0504d", "#8064a2", "#4bacc6", "#6b4c2a", "#d17fb5"]
+# Grey is left for the floors and baselines that are not a system.
+
+
+def color_of(name: str, others: list[str]) -> str:
+    """Blue for ours, else a stable colour by position among the `others` drawn."""
+    if name in COLORS:
+        return COLORS[name]
+    return OTHER_COLORS[others.index(name) % len(OTHER_COLORS)] if name in others else "#888888"
+
+
+def pyplot() -> Any:
+    """`matplotlib.pyplot` on the Agg backend: files only, no display, no font download."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_chart(
+    draw: Callable[[dict[str, Any], Any], Any], result: dict[str, Any], path: Path
+) -> dict[str, Any]:
+    """Draw `result` with `draw(result, pyplot)` (it returns the figure) into a PNG at `path`.
+
+    Returns ``{"path": ...}``, or ``{"skipped": why}`` when matplotlib is missing (it is in
+    the ``dev`` extra); the benchmark's numbers stand either way.
+    """
+    try:
+        plt = pyplot()
+    except ImportError:
+        return {"skipped": "matplotlib is not installed: .venv/bin/pip install -e '.[dev]' "
+                "(or pip install matplotlib) to draw the chart"}  # fmt: skip
+    fig = draw(result, plt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return {"path": str(path)}
 
 
 # --- memory ------------------------------------------------------------------------------------
@@ -313,6 +511,12 @@ class CachedEmbedder:
             "saved_to": str(path),
         }
 
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Queries are not cached: their embedding is part of what a search costs."""
+        from memory.embeddings import embed_queries
+
+        return np.asarray(embed_queries(self.base, texts), dtype=np.float32)
+
     def embed(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
@@ -320,6 +524,31 @@ class CachedEmbedder:
         if not texts:
             return np.zeros((0, 512), dtype=np.float32)
         return np.vstack([self._cache[t] for t in texts]).astype(np.float32)
+
+
+class TimedEmbedder:
+    """An embedder that adds up the time spent embedding (to split search latency)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.spec = inner.spec
+        self.seconds = 0.0
+
+    def embed(self, texts: list[str]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def embed_query(self, texts: list[str]) -> Any:
+        from memory.embeddings import embed_queries
+
+        t0 = time.perf_counter()
+        try:
+            return embed_queries(self.inner, texts)
+        finally:
+            self.seconds += time.perf_counter() - t0
 
 
 class LangchainEmbeddings:

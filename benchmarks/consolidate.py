@@ -6,22 +6,25 @@ conflict pairs later confirmed, cold memories, expired events, vectors deleted b
 store's back and orphan vectors. Runs `consolidate()` twice and prints one JSON object:
 counts and seconds of each run (the second must change nothing).
 
-    python benchmarks/consolidate.py [--memories 5000] [--users 5]
+    python benchmarks/consolidate.py [--memories 5000] [--users 5] [--out FILE.json] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from memory.backends import BackendConfig, open_backends
-from memory.records import MemoryRecord, Source, stable_id
-from memory.service import MemoryService
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+
+from memory.backends import BackendConfig, open_backends  # noqa: E402
+from memory.records import MemoryRecord, Source, stable_id  # noqa: E402
+from memory.service import MemoryService  # noqa: E402
 
 CITIES = ["Berlin", "Paris", "Oslo", "Rome", "Lisbon", "Madrid", "Vienna", "Prague"]
 
@@ -56,7 +59,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memories", type=int, default=5000)
     parser.add_argument("--users", type=int, default=5)
+    C.output_args(parser, chart=False)
     args = parser.parse_args()
+    C.start(args)
     rng = random.Random(7)
     now = datetime.now(UTC)
     per_user = args.memories // args.users
@@ -64,10 +69,10 @@ def main() -> None:
         service = MemoryService(b.store, b.index)
         started = time.perf_counter()
         total = 0
-        for u in range(args.users):
+        for u in C.track(range(args.users), "import"):
             rows = generate(f"user{u}", per_user, now, rng)
             total += service.import_records(f"user{u}", rows)
-            print(f"  imported {total} memories", file=sys.stderr)
+            C.log(f"imported {total} memories")
         import_s = time.perf_counter() - started
         # Break the index both ways for the first user.
         live = sorted(b.index.ids("user0"))
@@ -75,14 +80,20 @@ def main() -> None:
         ghost = service.list("user0")[0].model_copy(update={"id": "ghost-vector"})
         b.index.upsert([ghost])
         runs = []
-        for _ in range(2):
+        for _ in C.track(range(2), "consolidate"):
             t = time.perf_counter()
             report = service.consolidate()
             runs.append({**report.counts(), "seconds": round(time.perf_counter() - t, 2)})
-            print(f"  consolidate: {runs[-1]}", file=sys.stderr)
-    print(json.dumps({"benchmark": "consolidate", "memories": total, "users": args.users,
-                      "import_seconds": round(import_s, 2), "first_run": runs[0],
-                      "second_run": runs[1]}, indent=2))  # fmt: skip
+            C.log(f"consolidate: {runs[-1]}")
+    result = {
+        "benchmark": "consolidate",
+        "memories": total,
+        "users": args.users,
+        "import_seconds": round(import_s, 2),
+        "first_run": runs[0],
+        "second_run": runs[1],
+    }
+    C.finish(result, args)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,24 +5,26 @@ Several workers (users) each run turns in their own threads for `--seconds`, thr
 completed, turns/s, latency median and p95, errors, and memories stored per user.
 
     python benchmarks/load.py [--seconds 120] [--workers 4]
-        [--database-url postgresql://postgres@127.0.0.1:5432/test]
+        [--database-url postgresql://postgres@127.0.0.1:5432/test] [--out FILE.json] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from dataclasses import replace
+from pathlib import Path
 
-from agent.runner import open_session
-from graphs.settings import Settings
-from memory.backends import BackendConfig
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+
+from agent.runner import open_session  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
+from memory.backends import BackendConfig  # noqa: E402
 
 LINES = [
     "I live in {city}.", "I love {thing}.", "Any idea for dinner tonight?",
@@ -36,8 +38,10 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--database-url", default=C.DEFAULT_PG_URL)
+    C.output_args(parser, chart=False)
     args = parser.parse_args()
+    C.start(args)
     run = uuid.uuid4().hex[:6]
     latencies: list[float] = []
     errors: list[str] = []
@@ -57,14 +61,17 @@ async def main() -> None:
                     try:
                         await session.turn(user, f"{user}-t{i // 20}", text)
                         latencies.append((time.perf_counter() - started) * 1000)
+                        advance(1)
                     except Exception as exc:  # counted and reported, the load goes on
                         errors.append(f"{type(exc).__name__}: {exc}"[:200])
                     i += 1
                     if len(latencies) % 50 == 0:
-                        print(f"  {len(latencies)} turns", file=sys.stderr)
+                        C.log(f"{len(latencies)} turns")
 
             started = time.perf_counter()
-            await asyncio.gather(*(worker(w) for w in range(args.workers)))
+            # No total: the run ends on time, not after a number of turns.
+            with C.progress(f"turns, {args.workers} workers, {args.seconds:g} s") as advance:
+                await asyncio.gather(*(worker(w) for w in range(args.workers)))
             elapsed = time.perf_counter() - started
             stored = {
                 f"worker{w}": len(await session.service.alist(f"load-{run}-{w}"))
@@ -72,15 +79,14 @@ async def main() -> None:
             }
             for w in range(args.workers):
                 await session.service.adelete_user(f"load-{run}-{w}")
-    ordered = sorted(latencies)
-    print(json.dumps({
+    result = {
         "benchmark": "load", "backend": "postgres + embedded chroma", "model": "offline",
         "workers": args.workers, "seconds": round(elapsed, 1), "turns": len(latencies),
         "turns_per_second": round(len(latencies) / elapsed, 2),
-        "latency_ms": {"median": round(statistics.median(ordered), 1),
-                       "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1)},
+        "latency_ms": C.describe(latencies, ("median", "p95")),
         "errors": len(errors), "first_errors": errors[:3], "memories_per_user": stored,
-    }, indent=2))  # fmt: skip
+    }  # fmt: skip
+    C.finish(result, args)
 
 
 if __name__ == "__main__":

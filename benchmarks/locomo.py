@@ -50,35 +50,40 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
-import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+from _locomo import (  # noqa: E402,F401  (the one LoCoMo reader; re-exported for locomo_cv)
+    CATEGORIES,
+    DEFAULT_AUDIT,
+    DEFAULT_DATA,
+    SERVICE_TURN_TTL,
+    Conversation,
+    Question,
+    Turn,
+    close_service,
+    ingest_service,
+    load,
+    parse_evidence,
+    parse_session_date,
+    service_in,
+    turn_content,
+)
 
 from memory import retrieval  # noqa: E402
 from memory.block import format_block  # noqa: E402
 from memory.lexical import BM25Index  # noqa: E402
-from memory.lifecycle import Policy  # noqa: E402
 from memory.records import MemoryRecord, Source  # noqa: E402
+from memory.timeparse import find_window  # noqa: E402
 
-DEFAULT_DATA = REPO / "../shared/data/locomo/locomo10_dev.json"
-DEFAULT_AUDIT = REPO / "../shared/data/locomo/locomo10_dev_audit_errors.json"
-CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop"}
 SYSTEMS = ("dense", "bm25", "bm25_plain", "ours", "service")
-# The service keeps raw turns for `Policy.turn_ttl` (365 days by default); LoCoMo's sessions
-# are from 2022-2023, so the benchmark's service keeps them for a century.
-SERVICE_TURN_TTL = timedelta(days=36500)
 
 # How "ours" builds its documents and queries (the ranking weights live in RankConfig).
 OURS_DEFAULTS: dict[str, Any] = {
@@ -92,142 +97,7 @@ OURS_DEFAULTS: dict[str, Any] = {
     "lexical_depth": 200,
 }
 
-
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
-# --- data -------------------------------------------------------------------------------------
-
-
-@dataclass
-class Turn:
-    """One raw dialogue turn, record-like for `retrieval.rank`."""
-
-    id: str
-    speaker: str
-    text: str
-    caption: str | None
-    session: int
-    position: int
-    said_at: datetime
-    kind: str = "episode"
-    confidence: float = 1.0
-    content: str = ""
-
-
-@dataclass
-class Question:
-    conv: int
-    index: int
-    question: str
-    category: int
-    evidence: list[str]
-    corrected: bool = False
-
-
-@dataclass
-class Conversation:
-    sample_id: str
-    speakers: tuple[str, str]
-    turns: list[Turn]
-    questions: list[Question] = field(default_factory=list)
-
-    @property
-    def now(self) -> datetime:
-        """Questions are asked after the whole conversation."""
-        return max(t.said_at for t in self.turns) + timedelta(days=1)
-
-
-def parse_session_date(text: str) -> datetime:
-    """ "1:56 pm on 8 May, 2023" → an aware datetime (UTC)."""
-    clean = " ".join(text.replace(",", ", ").split()).replace(" ,", ",")
-    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y"):
-        try:
-            return datetime.strptime(clean, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise ValueError(f"unreadable session date {text!r}")
-
-
-_EVIDENCE_RE = re.compile(r"D:?(\d+):(\d+)")
-
-
-def parse_evidence(items: list[Any]) -> list[str]:
-    """Split malformed evidence strings and repair "D:11:26"; drop pieces with no turn id."""
-    out: list[str] = []
-    for item in items:
-        for piece in re.split(r"[;,\s]+", str(item)):
-            m = _EVIDENCE_RE.fullmatch(piece.strip())
-            if m:
-                dia = f"D{int(m.group(1))}:{int(m.group(2))}"
-                if dia not in out:
-                    out.append(dia)
-    return out
-
-
-def turn_content(speaker: str, text: str, caption: str | None) -> str:
-    body = f"{speaker}: {text}"
-    if caption:
-        body += f" [shares a photo of {caption}]"
-    return body
-
-
-def load(data: Path, audit: Path | None) -> tuple[list[Conversation], dict[str, int]]:
-    raw = json.loads(data.read_text(encoding="utf-8"))
-    fixes: dict[tuple[int, int], list[str]] = {}
-    if audit is not None:
-        for row in json.loads(audit.read_text(encoding="utf-8")):
-            m = re.fullmatch(r"locomo_(\d+)_qa(\d+)", row.get("question_id", ""))
-            correct = parse_evidence(row.get("correct_evidence") or [])
-            cited = parse_evidence(row.get("cited_evidence") or [])
-            if m and correct and sorted(correct) != sorted(cited):
-                fixes[(int(m.group(1)), int(m.group(2)))] = correct
-    stats = {"evidence_corrections_applied": 0, "questions_without_evidence": 0}
-    convs: list[Conversation] = []
-    for ci, item in enumerate(raw):
-        conv = item["conversation"]
-        turns: list[Turn] = []
-        sessions = sorted(
-            int(k.split("_")[1])
-            for k, v in conv.items()
-            if re.fullmatch(r"session_\d+", k) and isinstance(v, list)
-        )
-        for s in sessions:
-            when = parse_session_date(conv[f"session_{s}_date_time"])
-            for t in conv[f"session_{s}"]:
-                caption = t.get("blip_caption")
-                turns.append(
-                    Turn(
-                        id=t["dia_id"],
-                        speaker=t["speaker"],
-                        text=t["text"],
-                        caption=caption,
-                        session=s,
-                        position=len(turns),
-                        said_at=when,
-                        content=turn_content(t["speaker"], t["text"], caption),
-                    )
-                )
-        c = Conversation(
-            item.get("sample_id", str(ci)), (conv["speaker_a"], conv["speaker_b"]), turns
-        )
-        for qi, qa in enumerate(item["qa"]):
-            if qa.get("category") == 5:
-                continue
-            evidence = parse_evidence(qa.get("evidence") or [])
-            corrected = (ci, qi) in fixes
-            if corrected:
-                evidence = fixes[(ci, qi)]
-                stats["evidence_corrections_applied"] += 1
-            if not evidence:
-                stats["questions_without_evidence"] += 1
-                continue
-            c.questions.append(
-                Question(ci, qi, str(qa["question"]), int(qa["category"]), evidence, corrected)
-            )
-        convs.append(c)
-    return convs, stats
+log = C.log
 
 
 # --- metrics ----------------------------------------------------------------------------------
@@ -279,13 +149,8 @@ class Scores:
             "latency_ms_without_query_embedding": self.latency_search_ms,
         }
         for key, values in latencies.items():
-            lat = sorted(values)
-            if lat:
-                out[key] = {
-                    "median": round(statistics.median(lat), 2),
-                    "p95": round(lat[min(len(lat) - 1, math.ceil(0.95 * len(lat)) - 1)], 2),
-                    "max": round(lat[-1], 2),
-                }
+            if values:
+                out[key] = C.describe(values, ("median", "p95", "max"), digits=2)
         out["memory_tokens"] = {
             f"top{k}": {
                 "median_tokens": statistics.median(self.block_tokens[k]),
@@ -317,80 +182,14 @@ def memory_records(conv: Conversation, user: str) -> dict[str, MemoryRecord]:
 
 
 def history_tokens(conv: Conversation) -> int:
-    lines = []
-    last = None
-    for t in conv.turns:
-        if t.session != last:
-            lines.append(f"\n[session {t.session}, {t.said_at:%Y-%m-%d %H:%M}]")
-            last = t.session
-        lines.append(t.content)
-    return retrieval.estimate_tokens("\n".join(lines))
-
-
-def neighbours(conv: Conversation, weights: list[float]) -> dict[str, list[tuple[str, float]]]:
-    """Each turn's neighbours in its session: d turns away weighs weights[d - 1]."""
-    turns = conv.turns
-    out: dict[str, list[tuple[str, float]]] = {}
-    for i, t in enumerate(turns):
-        near = []
-        for d, w in enumerate(weights, 1):
-            for j in (i - d, i + d):
-                if w > 0 and 0 <= j < len(turns) and turns[j].session == t.session:
-                    near.append((turns[j].id, float(w)))
-        out[t.id] = near
-    return out
-
-
-class TimedEmbedder:
-    """An embedder that counts the time spent embedding (to split search latency)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.spec = inner.spec
-        self.seconds = 0.0
-
-    def embed(self, texts: list[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.inner.embed(texts)
-        finally:
-            self.seconds += time.perf_counter() - t0
-
-
-def service_in(folder: Path, embedder: Any) -> Any:
-    """Return a memory service of its own (SQLite store + embedded Chroma) in a new folder."""
-    from langgraph.store.sqlite import SqliteStore
-
-    from memory.index import ChromaIndex
-    from memory.service import MemoryService
-
-    folder.mkdir()
-    conn = sqlite3.connect(str(folder / "store.sqlite"), check_same_thread=False,
-                           isolation_level=None)  # fmt: skip
-    store = SqliteStore(conn)
-    store.setup()
-    index = ChromaIndex.open(embedder, path=str(folder / "chroma"))
-    return MemoryService(store, index, policy=Policy(turn_ttl=SERVICE_TURN_TTL))
-
-
-def ingest_service(service: Any, user: str, conv: Conversation) -> int:
-    """Archive every turn through `MemoryService.archive_turns`, one thread per session."""
-    turns = conv.turns
-    near = neighbours(conv, [1.0, 1.0])  # two turns on each side, as `ours` uses
-    by_id = {t.id: t for t in turns}
-    written = 0
-    for s in sorted({t.session for t in turns}):
-        session = [t for t in turns if t.session == s]
-        batch = [(t.id, t.content, [by_id[j].content for j, _ in near[t.id]]) for t in session]
-        source = Source(thread_id=f"session_{s}", said_at=session[0].said_at, via="import")
-        written += service.archive_turns(user, batch, source)
-    return written
+    """Tokens of the whole dated transcript (what a full-history prompt would carry)."""
+    return retrieval.estimate_tokens(conv.transcript())
 
 
 def build_ours_lexical(conv: Conversation, opts: dict[str, Any]) -> BM25Index[str]:
     index: BM25Index[str] = BM25Index()
     turns = {t.id: t for t in conv.turns}
-    near = neighbours(conv, list(opts["lexical_neighbours"]))
+    near = conv.neighbours(list(opts["lexical_neighbours"]))
     for t in conv.turns:
         index.add(t.id, t.content, extra=[(turns[j].content, w) for j, w in near[t.id]])
     return index
@@ -426,7 +225,7 @@ def run(
     ratios_history: list[int] = []
     svc_stats: dict[str, Any] = {"turns_archived": 0, "ingest_seconds": 0.0,
                                  "returned": [], "short": 0, "core_dropped": 0}  # fmt: skip
-    timed = TimedEmbedder(embedder)
+    timed = C.TimedEmbedder(embedder)
     with tempfile.TemporaryDirectory(prefix="locomo-chroma-") as tmp:
         index = ChromaIndex.open(embedder, path=tmp)
         for ci, conv in enumerate(convs):
@@ -443,7 +242,7 @@ def run(
                 bm25.add(t.id, t.content)
                 bm25_plain.add(t.id, t.content)
             lex_ours = build_ours_lexical(conv, opts)
-            context = neighbours(conv, list(opts["dense_neighbours"]))
+            context = conv.neighbours(list(opts["dense_neighbours"]))
             depth = int(opts["dense_depth"]) or len(conv.turns)
             hist = history_tokens(conv)
             ratios_history.append(hist)
@@ -456,7 +255,7 @@ def run(
             questions = conv.questions[:limit_questions] if limit_questions else conv.questions
             log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
                 f"history ≈{hist} tokens")  # fmt: skip
-            for q in questions:
+            for q in C.track(questions, f"conversation {ci + 1}/{len(convs)}"):
                 # Query embedding, shared by dense and ours (counted in both latencies).
                 t0 = time.perf_counter()
                 vec = embedder.embed([q.question])[0]
@@ -480,7 +279,7 @@ def run(
                 scores["bm25_plain"].latency_search_ms.append(scores["bm25_plain"].latency_ms[-1])
 
                 t0 = time.perf_counter()
-                window = retrieval.parse_time_window(q.question, now)
+                window = find_window(q.question, now)
                 lexical = lex_ours.search(q.question, int(opts["lexical_depth"]))
                 dense_hits = index.query(user, vec, depth)
                 ranked = retrieval.rank(
@@ -526,7 +325,7 @@ def run(
                         tok = retrieval.estimate_tokens(block)
                         sc.block_tokens[k].append(tok)
                         sc.block_ratio[k].append(tok / hist)
-            service.store.conn.close()  # type: ignore[attr-defined]
+            close_service(service)
             del service
         del index
     elapsed = time.perf_counter() - t_start
@@ -604,6 +403,59 @@ def run(
     }
 
 
+# --- chart ------------------------------------------------------------------------------------
+
+CHART_SYSTEMS = {
+    "service": ("service (MemoryService.search)", "#2b7bba"),
+    "ours": ("ours (rank only)", "#8dbde3"),
+    "dense": ("dense (Chroma)", "#e8a33d"),
+    "bm25": ("BM25", "#7aa457"),
+    "bm25_plain": ("BM25, no stemming", "#b5d39b"),
+}
+
+
+def draw_chart(result: dict[str, Any], plt: Any) -> Any:
+    """Recall@5 and @10 ("all" evidence) by category, the product next to the baselines."""
+    systems = result["systems"]
+    names = [s for s in CHART_SYSTEMS if s in systems]
+    groups = ["overall", *[c for c in CATEGORIES.values() if c in systems[names[0]]["by_category"]]]
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.6), sharey=True)
+    width = 0.8 / len(names)
+    for ax, k in zip(axes, (5, 10), strict=True):
+        key = f"R@{k}_all"
+        for j, name in enumerate(names):
+            summary = systems[name]
+            values = [
+                summary[key] if g == "overall" else summary["by_category"][g].get(key, 0.0)
+                for g in groups
+            ]
+            xs = [g + (j - (len(names) - 1) / 2) * width for g in range(len(groups))]
+            label, color = CHART_SYSTEMS[name]
+            bars = ax.bar(xs, values, width, label=label, color=color)
+            if name == "service":
+                ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
+        counts = [
+            systems[names[0]]["n"] if g == "overall" else systems[names[0]]["by_category"][g]["n"]
+            for g in groups
+        ]
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(
+            [f"{g.replace('_', ' ')}\nn={n}" for g, n in zip(groups, counts, strict=True)]
+        )
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"recall@{k} (every evidence turn in the top {k})")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("share of questions")
+    axes[0].legend(loc="upper left", fontsize=8, frameon=False)
+    fig.suptitle(
+        f"LoCoMo evidence recall by category: {result['questions']} questions, "
+        f"{result['conversations']} conversations, {result['turns']:,} turns",
+        fontsize=11,
+    )
+    fig.tight_layout()
+    return fig
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -620,7 +472,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--rank-config", type=json.loads, default=None,
                    help='JSON overrides of RankConfig, e.g. {"dense_weight": 0.2}')  # fmt: skip
+    p.add_argument("--cv", action="store_true", help="cross-validate the ranking weights")
+    C.output_args(p)
     args = p.parse_args(argv)
+    C.start(args)
+    if args.cv:  # leave-one-conversation-out tuning of every ranking weight: locomo_cv.py
+        from locomo_cv import run_cv
+
+        C.finish(run_cv(args.data.resolve(), limit_questions=args.limit_questions), args)
+        return 0
     result = run(
         args.data.resolve(),
         args.audit.resolve() if args.audit else None,
@@ -630,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         ours=args.ours,
         rank_config=args.rank_config,
     )
-    print(json.dumps(result, indent=2, ensure_ascii=False))
+    C.finish(result, args, draw_chart)
     return 0
 
 

@@ -48,7 +48,6 @@ question (PNG, needs matplotlib: in the ``dev`` extra).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -67,16 +66,18 @@ _ENV = {name: os.environ.get(name) for name in ("OPENAI_API_KEY", "OPENAI_BASE_U
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
-from locomo import (  # noqa: E402  (one LoCoMo reader)
+from _locomo import (  # noqa: E402  (the one LoCoMo reader)
     CATEGORIES,
     DEFAULT_DATA,
     SERVICE_TURN_TTL,
     Conversation,
+    Question,
+    close_service,
     ingest_service,
     load,
     service_in,
 )
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
 
 import prompts  # noqa: E402
 from memory.block import format_block  # noqa: E402
@@ -92,19 +93,10 @@ HISTORY_HEADING = "The whole conversation so far, every session in order:"
 
 
 @dataclass
-class QA:
-    conv: int
-    index: int
-    question: str
-    answer: str
-    category: int
-
-
-@dataclass
 class Item:
     """One question, with what the three systems need to ask it."""
 
-    qa: QA
+    qa: Question
     now: datetime
     block: str
     history: str
@@ -115,45 +107,20 @@ class Item:
 
 def load_questions(
     data: Path,
-) -> tuple[list[Conversation], list[list[QA]], list[dict[str, int]]]:
-    """Conversations (`locomo.load`) and, per conversation, its questions with gold answers.
+) -> tuple[list[Conversation], list[list[Question]], list[dict[str, int]]]:
+    """Conversations (`_locomo.load`) and, per conversation, its questions with gold answers.
 
     Category 5 (adversarial) is left out; evidence is not needed to grade an answer, so
     questions without cited evidence are kept (unlike the recall benchmark).
     """
     convs, _ = load(data, None)
-    raw = json.loads(data.read_text(encoding="utf-8"))
-    per_conv: list[list[QA]] = []
+    per_conv: list[list[Question]] = []
     left_out: list[dict[str, int]] = []
-    for ci, item in enumerate(raw):
-        qas: list[QA] = []
-        skipped = {"adversarial": 0, "no_answer": 0}
-        for qi, qa in enumerate(item["qa"]):
-            category = qa.get("category")
-            if category == 5:
-                skipped["adversarial"] += 1
-                continue
-            if category not in CATEGORIES or qa.get("answer") in (None, ""):
-                skipped["no_answer"] += 1
-                continue
-            qas.append(QA(ci, qi, str(qa["question"]), str(qa["answer"]), int(category)))
+    for conv in convs:
+        qas = [q for q in conv.asked if q.category in CATEGORIES and q.answer is not None]
         per_conv.append(qas)
-        left_out.append(skipped)
+        left_out.append({"adversarial": conv.adversarial, "no_answer": len(conv.asked) - len(qas)})
     return convs, per_conv, left_out
-
-
-def transcript(conv: Conversation) -> str:
-    """Every turn of every session, with the session's date, as the full-history prompt has it."""
-    lines: list[str] = []
-    last = None
-    for t in conv.turns:
-        if t.session != last:
-            if lines:
-                lines.append("")
-            lines.append(f"[session {t.session}, {t.said_at:%Y-%m-%d %H:%M}]")
-            last = t.session
-        lines.append(t.content)
-    return "\n".join(lines)
 
 
 # --- prompts ------------------------------------------------------------------------------------
@@ -169,8 +136,8 @@ def answer_messages(system: str, item: Item) -> list[BaseMessage]:
     return [SystemMessage(text), HumanMessage(item.qa.question)]
 
 
-def judge_messages(qa: QA, answer: str) -> list[BaseMessage]:
-    return [HumanMessage(prompts.render("judge", "en", question=qa.question, gold=qa.answer,
+def judge_messages(qa: Question, answer: str) -> list[BaseMessage]:
+    return [HumanMessage(prompts.render("judge", "en", question=qa.question, gold=qa.answer or "",
                                         answer=answer))]  # fmt: skip
 
 
@@ -201,7 +168,7 @@ def message_text(message: Any) -> str:
 
 
 def prepare(
-    convs: list[Conversation], per_conv: list[list[QA]], *, k: int, tmp: str
+    convs: list[Conversation], per_conv: list[list[Question]], *, k: int, tmp: str
 ) -> tuple[list[Item], dict[str, Any]]:
     """Ingest each conversation into its own memory service and recall for each question."""
 
@@ -222,10 +189,10 @@ def prepare(
         stats["turns_archived"] += ingest_service(service, user, conv)
         stats["ingest_seconds"] += time.perf_counter() - t0
         stats["turns"] += len(conv.turns)
-        history = transcript(conv)
+        history = conv.transcript()
         stats["history_tokens"].append(tokens_of(history))
         now = conv.now
-        for qa in questions:
+        for qa in C.track(questions, f"recall, conversation {ci + 1}/{len(convs)}"):
             t0 = time.perf_counter()
             found = service.search(user, qa.question, k=k, now=now)
             recall_s = time.perf_counter() - t0
@@ -234,7 +201,7 @@ def prepare(
             items.append(Item(qa, now, block, history, recall_s, len(found)))
         C.log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
               f"history ≈{stats['history_tokens'][-1]} tokens")  # fmt: skip
-        service.store.conn.close()  # type: ignore[attr-defined]
+        close_service(service)
         del service
     for item in items:
         item.est_tokens = {s: count_message_tokens(answer_messages(s, item)) for s in SYSTEMS}
@@ -361,10 +328,14 @@ def run_calls(items: list[Item], model: Any, judge: Any, concurrency: int) -> li
     jobs = [(i, s) for i in items for s in SYSTEMS]  # interleaved: drift hits all alike
     rows: list[dict[str, Any]] = []
     done_every = max(1, len(jobs) // 20)
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with (
+        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+        C.progress("answers judged", len(jobs)) as advance,
+    ):
         futures = [pool.submit(ask, i, s, model, judge) for i, s in jobs]
         for n, future in enumerate(as_completed(futures), 1):
             rows.append(future.result())
+            advance(1)
             if n % done_every == 0 or n == len(jobs):
                 wrong = sum(1 for r in rows if r["error"] or r["judge_error"])
                 C.log(f"  {n}/{len(jobs)} answers judged ({wrong} failed calls)")
@@ -376,22 +347,12 @@ def run_calls(items: list[Item], model: Any, judge: Any, concurrency: int) -> li
 # --- summary ------------------------------------------------------------------------------------
 
 
-def _ratio(a: float | None, b: float | None, digits: int = 4) -> float | None:
-    if a is None or b is None or not b or a != a or b != b:
-        return None
-    return round(a / b, digits)
-
-
 def _median(values: list[Any]) -> Any:
     return statistics.median(values) if values else None
 
 
 def _stats(values: list[float]) -> dict[str, Any]:
-    if not values:
-        return {"n": 0}
-    return {"median": statistics.median(values), "mean": round(statistics.fmean(values), 1),
-            "p95": round(C.percentile(values, 95), 1), "max": max(values),
-            "total": sum(values)}  # fmt: skip
+    return C.describe(values, ("median", "mean", "p95", "max", "total"))
 
 
 def summarize(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
@@ -440,16 +401,16 @@ def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
     return {
         "memory_on_vs_full_history": {
-            "prompt_tokens_median": _ratio(tok(on, "median"), tok(full, "median")),
-            "prompt_tokens_total": _ratio(tok(on, "total"), tok(full, "total")),
-            "latency_median": _ratio(lat(on), lat(full), 3),
-            "accuracy": _ratio(on["accuracy"], full["accuracy"], 3),
+            "prompt_tokens_median": C.ratio(tok(on, "median"), tok(full, "median"), 4),
+            "prompt_tokens_total": C.ratio(tok(on, "total"), tok(full, "total"), 4),
+            "latency_median": C.ratio(lat(on), lat(full), 3),
+            "accuracy": C.ratio(on["accuracy"], full["accuracy"], 3),
             "accuracy_difference": _diff(on["accuracy"], full["accuracy"]),
         },
         "memory_on_vs_memory_off": {
-            "accuracy": _ratio(on["accuracy"], off["accuracy"], 3),
+            "accuracy": C.ratio(on["accuracy"], off["accuracy"], 3),
             "accuracy_difference": _diff(on["accuracy"], off["accuracy"]),
-            "prompt_tokens_median": _ratio(tok(on, "median"), tok(off, "median"), 3),
+            "prompt_tokens_median": C.ratio(tok(on, "median"), tok(off, "median"), 3),
         },
     }
 
@@ -475,16 +436,8 @@ def actual_cost(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[st
 # --- chart --------------------------------------------------------------------------------------
 
 
-def write_chart(result: dict[str, Any], path: Path) -> dict[str, Any]:
-    """Accuracy by category for the three systems, and prompt tokens per question (PNG)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {"skipped": "matplotlib is not installed: .venv/bin/pip install -e '.[dev]' "
-                "(or pip install matplotlib) to draw the chart"}  # fmt: skip
+def draw_chart(result: dict[str, Any], plt: Any) -> Any:
+    """Accuracy by category for the three systems, and prompt tokens per question."""
     systems = result["systems"]
     groups = ["overall", *[c for c in CATEGORIES.values()
                            if any(c in systems[s]["by_category"] for s in SYSTEMS)]]  # fmt: skip
@@ -521,10 +474,7 @@ def write_chart(result: dict[str, Any], path: Path) -> dict[str, Any]:
     ax2.set_title("tokens sent")
     ax2.margins(y=0.12)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return {"path": str(path)}
+    return fig
 
 
 # --- main ---------------------------------------------------------------------------------------
@@ -560,8 +510,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
     p.add_argument("--retries", type=int, default=2, help="attempts per call")
-    p.add_argument("--out", type=Path, default=None, help="write the result with every answer")
-    p.add_argument("--chart", type=Path, default=None, help="write a PNG chart")
     p.add_argument(
         "--price-in",
         type=float,
@@ -587,6 +535,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="print the estimate (calls, tokens, USD) and make no call",
     )
+    C.output_args(p)  # --out also holds every answer; --chart: accuracy and tokens
     args = p.parse_args(argv)  # fmt: skip
     args.api_key = args.api_key or _ENV["OPENAI_API_KEY"]
     args.judge = args.judge or args.model
@@ -608,6 +557,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    C.start(args)
     C.exit_cleanly_on_sigterm()
     started = time.perf_counter()
     result: dict[str, Any] = {
@@ -679,20 +629,12 @@ def main(argv: list[str] | None = None) -> int:
         result["systems"] = systems
         result["ratios"] = ratios(systems)
         result["cost"] = actual_cost(rows, args)
-        if args.chart:
-            result["chart"] = write_chart(result, args.chart)
-            if "skipped" in result["chart"]:
-                C.log(f"chart: {result['chart']['skipped']}")
     if args.out:
         result["out"] = str(args.out)
     result["run"]["load_avg_end"] = C.load_avg()
     result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        full = result | ({} if args.dry_run_cost else {"answers": rows})
-        args.out.write_text(json.dumps(full, indent=2, ensure_ascii=False, default=str),
-                            encoding="utf-8")  # fmt: skip
-    C.emit(result)
+    draw = None if args.dry_run_cost else draw_chart
+    C.finish(result, args, draw, file_only={} if args.dry_run_cost else {"answers": rows})
     return 0
 
 

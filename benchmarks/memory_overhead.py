@@ -50,14 +50,14 @@ import _common as C  # noqa: E402  (sets the offline environment before the impo
 import numpy as np  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
-from langgraph.store.base import GetOp, PutOp  # noqa: E402
+from langgraph.store.base import GetOp, Item, PutOp  # noqa: E402
 
 # Everything the run uses is imported now, so one run measures one version of the code even
 # if files change while it runs.
-from agent.offline import OfflineChatModel  # noqa: E402
-from graphs.settings import Settings  # noqa: E402
 from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
+from graphs.offline import OfflineChatModel  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from memory.backends import BackendConfig, aopen_backends, open_backends  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
 from memory.extraction import CandidateMemory, Extraction  # noqa: E402
@@ -110,6 +110,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(the production layout) instead of the embedded Chroma the embedded backend uses",
     )
     p.add_argument("--quick", action="store_true", help="sizes 1000,10000 and 10x1000 users")
+    C.output_args(p)
     a = p.parse_args(argv)
     if a.quick:
         a.sizes, a.users_x = "1000,10000", "10x1000"
@@ -149,7 +150,7 @@ class Corpus:
 def fill_index(index: ChromaIndex, corpus: Corpus) -> dict[str, Any]:
     """Write every scenario user's vectors (cached embeddings) to Chroma; time it."""
     total, t0 = 0, time.perf_counter()
-    for n, user in enumerate(corpus.users, 1):
+    for n, user in enumerate(C.track(corpus.users, "index fill"), 1):
         records = [MemoryRecord.model_validate(r) for r in corpus.rows(user)]
         for part in C.chunks(records, INDEX_SLICE):
             index.upsert(part)
@@ -293,9 +294,9 @@ def search_once(
             MemoryRecord.model_validate(item.value)
     out["store_get_per_hit"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    for item in store.batch([GetOp(namespace(user, kind), key) for kind, key in keys]):
-        if item is not None:
-            MemoryRecord.model_validate(item.value)
+    for got in store.batch([GetOp(namespace(user, kind), key) for kind, key in keys]):
+        if isinstance(got, Item):  # a GetOp answers an Item or None
+            MemoryRecord.model_validate(got.value)
     out["store_one_batch"] = time.perf_counter() - t0
     if vectors is not None:
         t0 = time.perf_counter()
@@ -350,7 +351,8 @@ def search_scenario(
                 firsts[name] = time.perf_counter() - t0
     samples: dict[str, list[dict[str, float]]] = {n: [] for n in names}
     budget = C.Budget(seconds, minimum=20)
-    for i, q in enumerate(queries):
+    label = f"search {len(users)} user{'s' * (len(users) > 1)}, {', '.join(names)}"
+    for i, q in enumerate(C.track(queries, label)):
         if not budget.more(i):
             break
         user = users[i % len(users)]
@@ -493,7 +495,7 @@ async def graph_turns(
             samples: dict[str, list[dict[str, float]]] = {n: [] for n in names}
             texts = turn_texts(turns + 1, zlib.crc32(user.encode()) % 1000)
             budget = C.Budget(seconds, minimum=4)  # the warm-up turn + at least 3 measured
-            for i, text in enumerate(texts):
+            for i, text in enumerate(C.track(texts, f"turns {user}")):
                 if not budget.more(i):
                     break
                 for name in names if i % 2 == 0 else names[::-1]:
@@ -703,8 +705,54 @@ def growth(backends: dict[str, dict[str, Any]], sizes: list[int]) -> dict[str, A
     return out
 
 
+SEARCH_LINES = {
+    "service_search": ("MemoryService.search", "-"),
+    "chroma_query": ("Chroma query alone", "--"),
+    "numpy_exact_cosine": ("numpy exact cosine (floor)", ":"),
+}
+
+
+def draw_chart(result: dict[str, Any], plt: Any) -> Any:
+    """Median search latency vs memories of one user per backend, next to its floors, and
+    the graph's per-turn memory overhead."""
+    backends = {n: b for n, b in result["backends"].items() if isinstance(b.get("search"), dict)}
+    sizes = result["config"]["sizes"]
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8))
+    colors = {"embedded": "#2b7bba", "postgres": "#e8a33d"}
+    for name, b in backends.items():
+        for part, (label, style) in SEARCH_LINES.items():
+            points = [(n, b["search"][str(n)][part]["median_ms"]) for n in sizes
+                      if "median_ms" in b["search"].get(str(n), {}).get(part, {})]  # fmt: skip
+            if points:
+                ax.plot(*zip(*points, strict=True), style, marker="o", label=f"{name}: {label}",
+                        color=colors.get(name, "#888888"))  # fmt: skip
+        turns = b.get("graph_turns", {})
+        points = [(n, turns[str(n)]["memory_overhead"]["median_ms"]) for n in sizes
+                  if "memory_overhead" in turns.get(str(n), {})]  # fmt: skip
+        if points:
+            ax2.plot(*zip(*points, strict=True), "-", marker="o", label=name,
+                     color=colors.get(name, "#888888"))  # fmt: skip
+    for a in (ax, ax2):
+        a.set_xscale("log")
+        a.set_xticks(sizes)
+        a.set_xticklabels([f"{n:,}" for n in sizes])
+        a.minorticks_off()
+        a.set_xlabel("memories of the one user")
+        a.grid(alpha=0.3)
+        a.legend(fontsize=8, frameon=False)
+    ax.set_yscale("log")
+    ax.set_ylabel("median ms per search")
+    ax.set_title("search latency vs memories (query embedding included)")
+    ax2.set_ylabel("median ms per turn")
+    ax2.set_title("memory overhead of a graph turn (every node but chat)")
+    ax2.set_ylim(0, None)
+    fig.tight_layout()
+    return fig
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    C.start(args)
     C.exit_cleanly_on_sigterm()
     import chromadb
     from chromadb.config import Settings as ChromaSettings
@@ -776,7 +824,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "candidates_per_index items. They are re-done outside the service, which may differ.",
         "Node times include the checkpoint write of their step.",
     ]
-    C.emit(result)
+    C.finish(result, args, draw_chart)
     return result
 
 

@@ -10,6 +10,12 @@ Systems, all with the same embedding (our bundled USE model, 512 dims), in one r
   service does at the measured version (``run.commit``, ``run.uncommitted``, ``run.sha1``).
   Memories are `fact` records; ``ours_as_episodes`` (LoCoMo only) stores the same turns
   as `episode` records, the kind the product gives raw conversation turns.
+* ``ours_index_before``: the same service with `memory/index.py` as it was before it was
+  rebuilt on `langchain_chroma.Chroma` (git revision ``--index-before``, loaded from git into
+  a temporary module for this run; '' skips it). ``index_vs_before`` compares the two
+  indexes on the same 10k memories of one user: `MemoryService.search`, `ChromaIndex.query`
+  (200 candidates) and one-record `ChromaIndex.upsert`, taking turns, and the bulk fill;
+  ratios new / old (1.0 or below: no slower).
 * ``langgraph_inmemory``: LangGraph's `InMemoryStore(index={"dims": 512, "embed": ...})`,
   what LangMem and the memory-agent template use; `store.search(namespace, query=...)`.
 * ``langchain_chroma``: a plain langchain-chroma `Chroma(...).similarity_search`, one shared
@@ -45,7 +51,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
-import json
 import os
 import re
 import sys
@@ -55,16 +60,16 @@ import traceback
 from collections import defaultdict
 from collections.abc import Callable
 from copy import deepcopy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+import _locomo  # noqa: E402  (the one LoCoMo reader)
 import numpy as np  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
-from locomo import parse_evidence, parse_session_date  # noqa: E402  (one LoCoMo reader)
 
 from memory.backends import BackendConfig, open_backends  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
@@ -73,9 +78,9 @@ from memory.lifecycle import Policy  # noqa: E402
 from memory.records import KINDS, MemoryRecord, Source, namespace, stable_id  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1] / "../shared/data/locomo/locomo10_dev.json"
+DEFAULT_DATA = _locomo.DEFAULT_DATA
 INDEX_SLICE = 5000
-CATEGORIES = {1: "multi_hop", 2: "temporal", 3: "open_domain", 4: "single_hop"}
+CATEGORIES = _locomo.CATEGORIES
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -96,7 +101,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--mem0-add", type=int, default=200, help="memories written via Memory.add")
     p.add_argument("--mem0-add-all", action="store_true", help="write every mem0 memory via add")
     p.add_argument("--embed-cache", metavar="DIR", help="keep vectors in DIR between runs")
+    p.add_argument(
+        "--index-before",
+        default=INDEX_BEFORE,
+        metavar="REV",
+        help="git revision of memory/index.py to measure beside this one ('' to skip)",
+    )
+    p.add_argument("--index-adds", type=int, default=100, help="one-record adds per index")
     p.add_argument("--quick", action="store_true", help="2,000 memories, 50 queries, 2 convs")
+    C.output_args(p)
     a = p.parse_args(argv)
     if a.quick:
         a.size, a.queries = min(a.size, 2000), min(a.queries, 50)
@@ -121,18 +134,14 @@ class Doc:
 
 
 @dataclass
-class Question:
-    text: str
-    category: int
-    evidence: list[str]
+class LocomoUser:
+    """One LoCoMo conversation as one user's memories, one `Doc` per turn."""
 
-
-@dataclass
-class Conversation:
     sample_id: str
     user: str
     docs: list[Doc]
-    questions: list[Question]
+    questions: list[_locomo.Question]
+    """Questions whose evidence names turns of the conversation (evidence cut to those)."""
     now: datetime
     skipped_questions: int = 0
 
@@ -142,44 +151,37 @@ def turn_id(sample_id: str, dia_id: str) -> str:
     return stable_id("locomo", sample_id, dia_id)
 
 
-def load_locomo(path: Path, limit: int, kind: str) -> list[Conversation]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    convs = []
-    for sample in data[: limit or None]:
-        sid = str(sample["sample_id"])
-        conv = sample["conversation"]
-        docs: list[Doc] = []
-        n = 1
-        while f"session_{n}" in conv:
-            when = parse_session_date(conv[f"session_{n}_date_time"])
-            for pos, t in enumerate(conv[f"session_{n}"] or []):
-                text = f"{t['speaker']}: {t['text']}"
-                if t.get("blip_caption"):
-                    text += f" [shares a photo of {t['blip_caption']}]"
-                docs.append(
-                    Doc(
-                        id=turn_id(sid, t["dia_id"]),
-                        text=text,
-                        kind=kind,
-                        said_at=when + timedelta(seconds=pos),
-                        meta={"dia_id": t["dia_id"]},
-                    )
-                )
-            n += 1
-        known = {d.meta["dia_id"] for d in docs}
-        questions, skipped = [], 0
-        for qa in sample["qa"]:
-            if qa.get("category") == 5:
-                continue
-            ev = [e for e in parse_evidence(qa.get("evidence") or []) if e in known]
+def load_locomo(path: Path, limit: int, kind: str) -> list[LocomoUser]:
+    """LoCoMo conversations (`_locomo.load`) as users whose memories are the turns.
+
+    A turn is said at its session's date plus its place in the session in seconds, so the
+    turns of a session keep their order.
+    """
+    convs, _ = _locomo.load(path, limit=limit)
+    out = []
+    for conv in convs:
+        docs = [
+            Doc(
+                id=turn_id(conv.sample_id, t.id),
+                text=t.content,
+                kind=kind,
+                said_at=t.said_at + timedelta(seconds=t.in_session),
+                meta={"dia_id": t.id},
+            )
+            for t in conv.turns
+        ]
+        known = {t.id for t in conv.turns}
+        questions, skipped = [], conv.questions_without_evidence
+        for q in conv.questions:
+            ev = [e for e in q.evidence if e in known]
             if not ev:
                 skipped += 1
                 continue
-            questions.append(Question(str(qa["question"]), int(qa["category"]), ev))
+            questions.append(replace(q, evidence=ev))
         now = max(d.said_at for d in docs if d.said_at) + timedelta(days=1)
-        user = "locomo-" + re.sub(r"[^\w\-]", "-", sid)
-        convs.append(Conversation(sid, user, docs, questions, now, skipped))
-    return convs
+        user = "locomo-" + re.sub(r"[^\w\-]", "-", conv.sample_id)
+        out.append(LocomoUser(conv.sample_id, user, docs, questions, now, skipped))
+    return out
 
 
 def synthetic_docs(n: int) -> list[Doc]:
@@ -211,7 +213,14 @@ class Ours(System):
     name = "ours"
 
     def __init__(
-        self, home: str, base: Any, cached: C.CachedEmbedder, *, kind: str | None = None
+        self,
+        home: str,
+        base: Any,
+        cached: C.CachedEmbedder,
+        *,
+        kind: str | None = None,
+        index_class: Any = ChromaIndex,
+        name: str | None = None,
     ) -> None:
         import chromadb
         from chromadb.config import Settings
@@ -222,13 +231,17 @@ class Ours(System):
         client = chromadb.PersistentClient(
             path=cfg.resolved_chroma_path(), settings=Settings(anonymized_telemetry=False)
         )
-        self.fill_index = ChromaIndex(client, cached, location="bench fill")
-        index = ChromaIndex(client, base, location="bench")
+        self.fill_index = index_class(client, cached, location="bench fill")
+        self.index = index_class(client, base, location="bench")
         # Redact rather than drop sensitive text: every system must index the same turns.
-        self.service = MemoryService(self.backends.store, index, policy=Policy(sensitive="redact"))
+        self.service = MemoryService(
+            self.backends.store, self.index, policy=Policy(sensitive="redact")
+        )
         self.kind = kind
         if kind:
             self.name = f"ours_as_{kind}s"
+        if name:
+            self.name = name
 
     def fill(self, user: str, docs: list[Doc]) -> None:
         records = []
@@ -431,7 +444,7 @@ def latency(
         for q in queries[:3]:
             s.search(user, q, k, None)
     budget = C.Budget(seconds, minimum=30)
-    for i, q in enumerate(queries):
+    for i, q in enumerate(C.track(queries, f"latency, {len(times)} systems")):
         if not budget.more(i):
             break
         for s in rotate(systems, i):
@@ -459,7 +472,7 @@ def latency(
 
 
 def recall(
-    systems: list[System], convs: list[Conversation], ks: list[int]
+    systems: list[System], convs: list[LocomoUser], ks: list[int]
 ) -> dict[str, dict[str, Any]]:
     kmax = max(ks)
     hits: dict[str, dict[str, list[float]]] = {s.name: defaultdict(list) for s in systems}
@@ -467,11 +480,11 @@ def recall(
     times: dict[str, list[float]] = {s.name: [] for s in systems}
     for conv in convs:
         C.log(f"  recall: {conv.user} ({len(conv.questions)} questions)")
-        for i, q in enumerate(conv.questions):
+        for i, q in enumerate(C.track(conv.questions, f"recall {conv.user}")):
             gold = {turn_id(conv.sample_id, e) for e in q.evidence}
             for s in rotate(systems, i):
                 t0 = time.perf_counter()
-                got = s.search(conv.user, q.text, kmax, conv.now)
+                got = s.search(conv.user, q.question, kmax, conv.now)
                 times[s.name].append(time.perf_counter() - t0)
                 for k in ks:
                     top = set(got[:k])
@@ -492,11 +505,226 @@ def recall(
     return out
 
 
+# --- chart ------------------------------------------------------------------------------------
+
+BASELINES = ("embed_query_only", "numpy_exact_cosine_incl_embed")
+"""Latency rows that are not a system: the floors a search cannot go under."""
+
+
+def latency_systems(latency: dict[str, Any]) -> list[str]:
+    """The systems of a `latency` result, ours first, then the peers, then the floors."""
+    names = [n for n, v in latency.items() if isinstance(v, dict) and "median_ms" in v]
+    return sorted(names, key=lambda n: (n != "ours", n in BASELINES, names.index(n)))
+
+
+def draw_chart(result: dict[str, Any], plt: Any) -> Any:
+    """Search latency of every system at ``--size`` memories, and LoCoMo recall@k."""
+    lat = result["latency"]
+    names = latency_systems(lat)
+    recall_systems = result.get("locomo", {}).get("systems", {})
+    fig, axes = plt.subplots(1, 2 if recall_systems else 1, figsize=(13, 4.8), squeeze=False)
+    ax = axes[0][0]
+    medians = [lat[n]["median_ms"] for n in names]
+    p95s = [lat[n]["p95_ms"] for n in names]
+    # One colour per system in both panels.
+    order = [*names, *(n for n in recall_systems if n not in names)]
+    colors = ["#c8c8c8" if n in BASELINES else C.color_of(n, order) for n in names]
+    ys = range(len(names))
+    ax.barh(ys, medians, color=colors, label="median")
+    ax.scatter(p95s, ys, marker="|", s=200, color="black", label="p95", zorder=3)
+    for y, m, top in zip(ys, medians, p95s, strict=True):
+        ax.annotate(f"{m:.1f} ms", (max(m, top), y), xytext=(6, -3), textcoords="offset points",
+                    fontsize=8)  # fmt: skip
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([n.replace("_", " ") for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("ms per search (query embedding included); label: median")
+    ax.set_xlim(0, max(p95s) * 1.2)  # room for the labels right of the p95 ticks
+    ax.set_title(f"search latency, one user with {lat['memories']:,} memories, top {lat['k']}")
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.grid(axis="x", alpha=0.3)
+    if recall_systems:
+        ax2 = axes[0][1]
+        ks = result["config"]["recall_k"]
+        rnames = sorted(recall_systems, key=lambda n: (n != "ours", n))
+        width = 0.8 / len(ks)
+        for j, k in enumerate(ks):
+            values = [recall_systems[n].get(f"recall_all@{k}", 0.0) for n in rnames]
+            xs = [i + (j - (len(ks) - 1) / 2) * width for i in range(len(rnames))]
+            bars = ax2.bar(xs, values, width, label=f"recall@{k}", alpha=0.55 + 0.45 * j / len(ks),
+                           color=[C.color_of(n, order) for n in rnames])  # fmt: skip
+            ax2.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
+        ax2.set_xticks(range(len(rnames)))
+        ax2.set_xticklabels([n.replace("_", "\n") for n in rnames], fontsize=8)
+        ax2.set_ylim(0, 1.05)
+        ax2.set_ylabel("recall (every evidence turn in the top k)")
+        loc = result["locomo"]
+        ax2.set_title(
+            f"LoCoMo: {loc['questions']} questions, {len(loc['conversations'])} conversations "
+            f"(lighter: @{ks[0]}, darker: @{ks[-1]})",
+            fontsize=10,
+        )
+    fig.tight_layout()
+    return fig
+
+
+def draw_latency_by_size(results: list[dict[str, Any]], plt: Any) -> Any:
+    """Median search latency vs memories of the user, one line per system, from several runs."""
+    runs = sorted(results, key=lambda r: r["latency"]["memories"])
+    names = latency_systems(runs[-1]["latency"])
+    fig, ax = plt.subplots(figsize=(11, 5))
+    for n in names:
+        points = [(r["latency"]["memories"], r["latency"][n]["median_ms"])
+                  for r in runs if "median_ms" in r["latency"].get(n, {})]  # fmt: skip
+        style = {"embed_query_only": "-.", "numpy_exact_cosine_incl_embed": ":"}.get(n, "-")
+        color = "#999999" if n in BASELINES else C.color_of(n, names)
+        ax.plot(*zip(*points, strict=True), style, marker="o", label=n.replace("_", " "),
+                color=color, linewidth=2.5 if n == "ours" else 1.5)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    sizes = [r["latency"]["memories"] for r in runs]
+    ax.set_xticks(sizes)
+    ax.set_xticklabels([f"{s:,}" for s in sizes])
+    ax.minorticks_off()
+    ax.set_xlabel("memories of the one user searched")
+    ax.set_ylabel("median ms per search (query embedding included)")
+    ax.set_title(f"Search latency vs memories, top {runs[-1]['latency']['k']}, same embedder")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    # Runs at different sizes see different machine load: say what it was.
+    loads = ", ".join(
+        f"{r['latency']['memories']:,}: {r['run']['load_avg_start'][0]:g}"
+        for r in runs
+        if r.get("run", {}).get("load_avg_start")
+    )
+    if loads:
+        ax.annotate(f"load average at start ({loads}) on {runs[-1]['run']['cpus']} CPUs",
+                    (0, 0), xycoords="figure fraction", xytext=(6, 4),
+                    textcoords="offset points", fontsize=7, color="#777777")  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+# --- the index before LangChain's Chroma ---------------------------------------------------
+
+INDEX_BEFORE = "aee975beba7f95d8412d3b97d58ce54fdcaa5a3f"
+"""The last commit whose `memory/index.py` called `chromadb` directly, before the index was
+rebuilt on `langchain_chroma.Chroma`. Loaded from git into a temporary module for one
+side-by-side run (`--index-before`); the product keeps one index."""
+
+
+def load_index_before(rev: str, folder: str) -> Any:
+    """Import `memory/index.py` as of git revision `rev` as a module of its own."""
+    import importlib.util
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(
+        ["git", "-C", str(root), "show", f"{rev}:memory/index.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    path = Path(folder) / "index_before.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("index_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_indexes(
+    new: Ours,
+    old: Ours,
+    user: str,
+    query_vectors: np.ndarray,
+    adds: list[Doc],
+    search: dict[str, Any],
+    fill: dict[str, Any],
+) -> dict[str, Any]:
+    """The index on LangChain's Chroma next to the one before, on the same memories.
+
+    * ``search``: `MemoryService.search` end to end (from the latency run, alternating);
+    * ``query``: `ChromaIndex.query` alone, 200 candidates as the service asks, from
+      pre-computed query vectors, the two indexes taking turns query by query;
+    * ``add``: `ChromaIndex.upsert` of one new record into the user's collection (what a
+      save does to Chroma), vectors pre-computed, the two indexes taking turns;
+    * ``fill``: the bulk load of the user's memories (slices of 5,000).
+
+    Ratios are new / old: 1.0 or below means the new index is no slower.
+    """
+    pair = {"new": new, "old": old}
+    times: dict[str, dict[str, list[float]]] = {"query": {}, "add": {}}
+    for what in times:
+        times[what] = {name: [] for name in pair}
+    for i, vector in enumerate(query_vectors):
+        for name in ("new", "old") if i % 2 == 0 else ("old", "new"):
+            t0 = time.perf_counter()
+            pair[name].index.query(user, vector, 200)
+            times["query"][name].append(time.perf_counter() - t0)
+    at = datetime(2025, 1, 1, tzinfo=UTC)
+    for i, d in enumerate(adds):
+        for name in ("new", "old") if i % 2 == 0 else ("old", "new"):
+            record = MemoryRecord(
+                id=d.id,
+                user_id=user,
+                kind="fact",
+                subject=f"bench.{d.id}",
+                content=d.text,
+                source=Source(via="import", said_at=at),
+                created_at=at,
+                updated_at=at,
+                valid_from=at,
+            )
+            t0 = time.perf_counter()
+            pair[name].fill_index.upsert([record])
+            times["add"][name].append(time.perf_counter() - t0)
+    out: dict[str, Any] = {
+        "new": "memory.index on langchain_chroma.Chroma (this checkout)",
+        "old": f"memory/index.py at {INDEX_BEFORE[:10]} (chromadb directly), loaded from git",
+    }
+    for what, by in times.items():
+        new_ms, old_ms = C.summarize_ms(by["new"]), C.summarize_ms(by["old"])
+        out[what] = {
+            "new": new_ms,
+            "old": old_ms,
+            "ratio_new_over_old": {
+                "median": C.ratio(new_ms.get("median_ms"), old_ms.get("median_ms")),
+                "p95": C.ratio(new_ms.get("p95_ms"), old_ms.get("p95_ms")),
+            },
+        }
+    s_new, s_old = search.get(new.name, {}), search.get(old.name, {})
+    out["search"] = {
+        "new": s_new,
+        "old": s_old,
+        "ratio_new_over_old": {
+            "median": C.ratio(s_new.get("median_ms"), s_old.get("median_ms")),
+            "p95": C.ratio(s_new.get("p95_ms"), s_old.get("p95_ms")),
+        },
+    }
+    f_new = fill.get(new.name, {}).get("seconds")
+    f_old = fill.get(old.name, {}).get("seconds")
+    out["fill"] = {
+        "new_seconds": f_new,
+        "old_seconds": f_old,
+        "ratio_new_over_old": C.ratio(f_new, f_old),
+        "note": "the whole fill of the system: latency user and LoCoMo users",
+    }
+    return out
+
+
 # --- main -------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    C.start(args)
     C.exit_cleanly_on_sigterm()
     attempts = C.guard_network()
     t_start = time.perf_counter()
@@ -540,6 +768,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ours = Ours(os.path.join(home, "ours"), base, cached)
         lcc = LangchainChroma(os.path.join(home, "lc-chroma"), lc)
         systems = [ours, InMemory(lc), lcc]
+        # Today's index next to the one before LangChain's Chroma, on the same memories.
+        ours_before: Ours | None = None
+        if args.index_before:
+            try:
+                before = load_index_before(args.index_before, home)
+                ours_before = Ours(
+                    os.path.join(home, "ours-index-before"),
+                    base,
+                    cached,
+                    index_class=before.ChromaIndex,
+                    name="ours_index_before",
+                )
+                systems.insert(1, ours_before)
+            except Exception as exc:
+                result["index_vs_before"] = {"error": f"{exc.__class__.__name__}: {exc}"}
         # Raw turns are `episode` records in the product: the same service, with the
         # turns stored as episodes (LoCoMo only).
         episodes = None
@@ -558,7 +801,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 C.log(traceback.format_exc())
 
         latency_user = "latency-user"
-        for s in systems:
+        for s in C.track(systems, "fill"):
             C.log(f"fill {s.name}: {len(docs):,} + {sum(len(c.docs) for c in convs):,} memories")
             t0 = time.perf_counter()
             try:
@@ -619,6 +862,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     args.latency_seconds,
                 ),
             }
+        if ours_before is not None:
+            C.log(f"index vs before: {len(queries)} queries, {args.index_adds} adds each")
+            adds = synthetic_docs(args.size + args.index_adds)[args.size :]
+            cached.embed([d.text for d in adds])
+            result["index_vs_before"] = compare_indexes(
+                ours,
+                ours_before,
+                latency_user,
+                base.embed(queries),
+                adds,
+                result["latency"],
+                fill,
+            )
         if convs:
             C.log(f"LoCoMo recall: {len(convs)} conversations")
             with contextlib.redirect_stdout(sys.stderr):
@@ -633,6 +889,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     ),
                 }
         ours.close()
+        if ours_before is not None:
+            ours_before.close()
         if episodes is not None:
             episodes.close()
     if mem0 is not None and "mem0" not in result:
@@ -641,7 +899,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result["network_attempts_refused"] = attempts
     result["run"]["load_avg_end"] = C.load_avg()
     result["run"]["seconds"] = round(time.perf_counter() - t_start, 1)
-    C.emit(result)
+    C.finish(result, args, draw_chart)
     return result
 
 

@@ -5,14 +5,13 @@ configuration: median and p95 of time-to-first-token (the reply exists) and of
 time-to-run-complete, and their ratio. Models: the offline model, and a scripted model that
 takes 300 ms per call (chat, extraction and summary calls alike).
 
-    python benchmarks/reply_latency.py [--turns 30]
+    python benchmarks/reply_latency.py [--turns 30] [--out FILE.json] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -21,13 +20,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common as C  # noqa: E402  (sets the offline environment before the imports below)
 
+sys.path.insert(0, str(C.REPO / "tests"))
 from fakes import ThreadFakeModel  # noqa: E402
 
 import agent.runner as runner  # noqa: E402
-from graphs.settings import Settings  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from memory.backends import BackendConfig  # noqa: E402
 
 
@@ -42,11 +43,6 @@ class SlowModel(ThreadFakeModel):
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 async def measure(name: str, settings: Settings, model: Any, turns: int) -> dict:
     firsts, totals = [], []
     async with runner.open_session(settings) as session:
@@ -54,18 +50,16 @@ async def measure(name: str, settings: Settings, model: Any, turns: int) -> dict
             session.graph = build_graph(session.backends.checkpointer, session.backends.store,
                                         settings=settings, model=model,
                                         index=session.backends.index)  # fmt: skip
-        for i in range(turns):
+        for i in C.track(range(turns), name):
             result = await session.turn("bench", "t1", f"I love hobby number {i}.")
             firsts.append(result.first_token_s * 1000)
             totals.append(result.total_s * 1000)
         flush_started = time.perf_counter()
     flush_ms = (time.perf_counter() - flush_started) * 1000
-    print(f"  {name}: done", file=sys.stderr)
+    C.log(f"{name}: done")
     return {
-        "first_token_ms": {"median": round(statistics.median(firsts), 1),
-                           "p95": round(pct(firsts, 0.95), 1)},
-        "run_complete_ms": {"median": round(statistics.median(totals), 1),
-                            "p95": round(pct(totals, 0.95), 1)},
+        "first_token_ms": C.describe(firsts, ("median", "p95")),
+        "run_complete_ms": C.describe(totals, ("median", "p95")),
         "first_token_over_complete": round(
             statistics.median(firsts) / statistics.median(totals), 3
         ),
@@ -76,7 +70,9 @@ async def measure(name: str, settings: Settings, model: Any, turns: int) -> dict
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
+    C.output_args(parser, chart=False)
     args = parser.parse_args()
+    C.start(args)
     out: dict[str, Any] = {"benchmark": "reply_latency", "turns": args.turns}
     with tempfile.TemporaryDirectory() as home:
         for mode in ("inline", "background"):
@@ -89,7 +85,7 @@ async def main() -> None:
                 out[f"{mode}/{model_name}"] = await measure(
                     f"{mode}/{model_name}", settings, model, args.turns
                 )
-    print(json.dumps(out, indent=2))
+    C.finish(out, args)
 
 
 if __name__ == "__main__":

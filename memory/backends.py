@@ -7,12 +7,10 @@ connection pool. With a Chroma host: a `chroma run` server instead of embedded C
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import sqlite3
 import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
@@ -257,8 +255,8 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
             raise _pg_error(config, exc) from exc
         try:
             index = open_index(config)
-            saver: Any = PostgresSaver(pool)  # type: ignore[arg-type]
-            store = PostgresStore(pool)  # type: ignore[arg-type]
+            saver: Any = PostgresSaver(pool)
+            store = PostgresStore(pool)
             if setup:
                 saver.setup()
                 store.setup()
@@ -326,8 +324,8 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
             raise await asyncio.to_thread(_pg_error, config, exc) from exc
         try:
             index = await asyncio.to_thread(open_index, config)
-            asaver: Any = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-            store = AsyncPostgresStore(pool)  # type: ignore[arg-type]
+            asaver: Any = AsyncPostgresSaver(pool)
+            store = AsyncPostgresStore(pool)
             if setup:
                 await asaver.setup()
                 await store.setup()
@@ -357,121 +355,6 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
         for path in (checkpoints, store_file):
             await asyncio.to_thread(_private_file, path)
         yield Backends(saver, astore, index, config)
-
-
-# --- writer locks across processes --------------------------------------------------------------
-
-WRITER_LOCK_TIMEOUT = 30.0
-
-
-class WriterLockTimeout(RuntimeError):
-    """Another process kept a user's memories locked for too long."""
-
-
-class PostgresWriterLocks:
-    """Per-user write locks shared by every process on one Postgres database.
-
-    Two server workers (or a worker and the CLI) saving the same user at the same moment
-    would each reconcile against the store as it was before the other's write, and store a
-    duplicate or undo a supersede. A Postgres advisory lock per user serializes them.
-
-    One connection per process, used only for these locks; a lock is taken with
-    `pg_try_advisory_lock` and retried, so waiting for one user never holds the connection
-    from the others. Within a process the caller serializes threads of one user itself.
-    """
-
-    def __init__(self, conninfo: str, *, timeout: float = WRITER_LOCK_TIMEOUT) -> None:
-        """Create the lock set; the connection is opened on first use.
-
-        Args:
-            conninfo: The database's connection string.
-            timeout: Seconds to wait for a lock before `WriterLockTimeout`.
-        """
-        self.conninfo = conninfo
-        self.timeout = timeout
-        self._conn: Any = None
-        self._mutex = threading.Lock()
-
-    @staticmethod
-    def key(user_id: str) -> int:
-        """Return the advisory-lock key of a user (a signed 64-bit hash of the id)."""
-        digest = hashlib.sha256(f"memory-agent:{user_id}".encode()).digest()
-        return int.from_bytes(digest[:8], "big", signed=True)
-
-    def _query(self, sql: str, key: int) -> bool:
-        import psycopg
-
-        with self._mutex:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = psycopg.connect(
-                            self.conninfo, autocommit=True, connect_timeout=5
-                        )
-                    row = self._conn.execute(sql, (key,)).fetchone()
-                    return bool(row[0])
-                except psycopg.OperationalError:
-                    # A restarted server dropped the session (and every lock it held).
-                    self._conn = None
-                    if attempt == 2:
-                        raise
-            return False
-
-    @contextmanager
-    def hold(self, user_id: str) -> Iterator[None]:
-        """Hold the write lock of a user.
-
-        Raises:
-            WriterLockTimeout: If another process holds it for longer than `timeout`.
-        """
-        key = self.key(user_id)
-        deadline = time.monotonic() + self.timeout
-        delay = 0.005
-        while not self._query("SELECT pg_try_advisory_lock(%s)", key):
-            if time.monotonic() > deadline:
-                raise WriterLockTimeout(
-                    f"another process has held the memories of user {user_id!r} for more "
-                    f"than {self.timeout:.0f}s; nothing was written"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
-        try:
-            yield
-        finally:
-            try:
-                self._query("SELECT pg_advisory_unlock(%s)", key)
-            except Exception as exc:  # the session is gone, and its locks with it
-                log.warning("could not release the writer lock of %r: %s", user_id, exc)
-
-    def close(self) -> None:
-        """Close the lock connection (locks still held are released by Postgres)."""
-        with self._mutex:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
-
-
-_WRITER_LOCKS: dict[str, PostgresWriterLocks] = {}
-_WRITER_LOCKS_GUARD = threading.Lock()
-
-
-def writer_locks(store: Any) -> PostgresWriterLocks | None:
-    """Return the cross-process writer locks for a store, or None where none are needed.
-
-    Postgres stores (sync or async, on a pool) get advisory locks on their database. Other
-    stores get None: in-memory stores live in one process, and the embedded SQLite default
-    is meant for one process at a time (see the README).
-    """
-    if not type(store).__module__.startswith("langgraph.store.postgres"):
-        return None
-    conninfo = getattr(getattr(store, "conn", None), "conninfo", None)
-    if not isinstance(conninfo, str) or not conninfo:
-        return None
-    with _WRITER_LOCKS_GUARD:
-        locks = _WRITER_LOCKS.get(conninfo)
-        if locks is None:
-            locks = _WRITER_LOCKS[conninfo] = PostgresWriterLocks(conninfo)
-        return locks
 
 
 async def aprune_history(checkpointer: Any, thread_id: str) -> bool:

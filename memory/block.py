@@ -40,19 +40,3 @@ def format_block(records: list[MemoryRecord]) -> str:
     ranked = sorted(enumerate(records), key=lambda p: (order.get(p[1].conflict_group, p[0]), p[0]))
     lines = [BLOCK_OPEN, *(format_line(r) for _, r in ranked), BLOCK_CLOSE]
     return "\n".join(lines)
-
-
-def parse_block(text: str) -> list[str]:
-    """Return the quoted contents of a memory block found in text (used by the offline model)."""
-    start, end = text.find(BLOCK_OPEN), text.find(BLOCK_CLOSE)
-    if start < 0 or end < 0:
-        return []
-    out = []
-    for line in text[start + len(BLOCK_OPEN) : end].splitlines():
-        line = line.strip()
-        if line.startswith("- [") and line.endswith('"') and '] "' in line:
-            try:
-                out.append(json.loads(line[line.index('] "') + 2 :]))
-            except json.JSONDecodeError:
-                continue
-    return out

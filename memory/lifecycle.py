@@ -17,7 +17,7 @@ from memory.extraction import ForgetRequest
 from memory.lexical import STOP_WORDS, tokenize
 from memory.phrases import Phrase, key_phrase, phrase_of, states
 from memory.privacy import redact
-from memory.records import MemoryRecord, normalize_text, stable_id
+from memory.records import HALF_LIFE_DAYS, MemoryRecord, normalize_text, stable_id
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -86,7 +86,8 @@ class Policy:
         candidate_ttl: How long an unconfirmed candidate waits before it expires.
         event_ttl: Expiry of an event whose date is unknown.
         half_life_days: Per kind, the age at which recency's share of a memory's ranking
-            weight halves (None: no decay; facts are superseded instead).
+            weight halves (None: no decay; facts are superseded instead). Defaults to each
+            kind's `half_life` in `memory.records.KINDS`.
         archive_after: Memories neither recalled nor restated for this long are archived.
         turn_ttl: How long raw user turns (`episode` memories) stay recallable.
         archive_turns: Keep each user turn as a raw `episode` memory beside the extracted ones.
@@ -100,9 +101,7 @@ class Policy:
     conflict_margin: float = 0.1
     candidate_ttl: timedelta = timedelta(days=30)
     event_ttl: timedelta = timedelta(days=7)
-    half_life_days: dict[str, float | None] = field(
-        default_factory=lambda: {"fact": None, "preference": 365.0, "event": 30.0, "episode": 180.0}
-    )
+    half_life_days: dict[str, float | None] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
     archive_after: timedelta = timedelta(days=180)
     turn_ttl: timedelta = timedelta(days=365)
     archive_turns: bool = True

@@ -1,4 +1,7 @@
-"""The memory record, its identity rules and the one namespace helper."""
+"""The memory record, its identity rules and the namespace helpers.
+
+The helpers below are the only place a store namespace is built.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +9,107 @@ import hashlib
 import re
 import unicodedata
 import uuid
-from datetime import UTC, datetime
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 
-Kind = Literal["fact", "preference", "event", "episode"]
+
+@dataclass(frozen=True)
+class KindSpec:
+    """How the engine treats one kind of memory: its row in `KINDS`.
+
+    Attributes:
+        description: What a memory of this kind holds; the extraction schema, the CLI and
+            the MCP `remember` tool show it.
+        half_life: The age at which recency's share of its ranking weight halves. None: it
+            does not decay (a fact is superseded when it changes, not faded).
+        pins: Its dated records (`valid_from`) are recalled around their date whatever the
+            query, from the day before to a few days ahead.
+        stated: The user states it: the `kind` line of both extract prompts
+            (`prompts/extract.<lang>.md`) offers it to the model, and `memories add` and the
+            MCP `remember` tool accept it. False for what the agent writes itself.
+
+    """
+
+    description: str
+    half_life: timedelta | None
+    pins: bool = False
+    stated: bool = True
+
+
+KINDS: Mapping[str, KindSpec] = MappingProxyType(
+    {
+        "fact": KindSpec("a stable truth about the user", half_life=None),
+        "preference": KindSpec("likes, dislikes, diet, style", half_life=timedelta(days=365)),
+        "event": KindSpec(
+            "something time-bound (a plan, a deadline, a trip)",
+            half_life=timedelta(days=30),
+            pins=True,
+        ),
+        "episode": KindSpec(
+            "a thread summary or a raw user turn, recalled across threads (written by the "
+            "agent, not extracted)",
+            half_life=timedelta(days=180),
+            stated=False,
+        ),
+    }
+)
+"""Every kind of memory, the one table. Adding a kind is an entry here plus its words on the
+`kind` line of `prompts/extract.en.md` and `prompts/extract.zh.md` (if the user states it);
+tests/unit/test_kinds.py fails if a place is missed."""
+STATED_KINDS: tuple[str, ...] = tuple(k for k, spec in KINDS.items() if spec.stated)
+"""The kinds a user states: extracted from what they say, or added by hand."""
+HALF_LIFE_DAYS: Mapping[str, float | None] = MappingProxyType(
+    {k: spec.half_life / timedelta(days=1) if spec.half_life else None for k, spec in KINDS.items()}
+)
+"""Recency half-life per kind, in days (None: no decay); the default of every decay policy."""
+
+
+def kinds_help(kinds: Iterable[str] = KINDS) -> str:
+    """Return "kind: description; …" for `kinds`, e.g. for a schema field or a `--help`."""
+    return "; ".join(f"{k}: {KINDS[k].description}" for k in kinds)
+
+
+def _one_of(kinds: tuple[str, ...]) -> Callable[[str], str]:
+    def check(value: str) -> str:
+        if value not in kinds:
+            raise ValueError(f"unknown kind {value!r}: use one of {', '.join(kinds)}")
+        return value
+
+    return check
+
+
+Kind = Annotated[
+    str,
+    AfterValidator(_one_of(tuple(KINDS))),
+    WithJsonSchema({"type": "string", "enum": list(KINDS)}),
+]
+"""A memory kind, one of `KINDS` (pydantic checks it; its JSON schema lists them)."""
+StatedKind = Annotated[
+    str,
+    AfterValidator(_one_of(STATED_KINDS)),
+    WithJsonSchema({"type": "string", "enum": list(STATED_KINDS)}),
+]
+"""A kind the user states, one of `STATED_KINDS` (what `memories add` and MCP accept)."""
 Status = Literal["active", "candidate", "superseded", "forgotten", "archived", "expired"]
 """`active` is recalled; `candidate` waits for confirmation; `archived` went cold; `expired`
 passed its `expires_at`; `superseded` and `forgotten` stay only as history."""
-KINDS: tuple[Kind, ...] = ("fact", "preference", "event", "episode")
-"""`episode`: an archived thread summary (or raw turns), recalled across threads."""
 NAMESPACE_ROOT = "memories"
+THREADS_ROOT = "threads"
+OWNERS_ROOT = "thread_owners"
+REPAIR_ROOT = "index_repair"
+CHANGES_ROOT = "memory_changes"
 MAX_USER_ID_CHARS = 128
 
 # Letters and digits of any script, plus a few separators. `.` is the store's namespace
@@ -34,11 +126,22 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def check_user_id(user_id: object) -> str:
+class UserId(str):
+    """A user id that `check_user_id` accepted.
+
+    Validated once at an entry point, then carried as this type: nothing further in
+    checks it again.
+    """
+
+    __slots__ = ()
+
+
+def check_user_id(user_id: object) -> UserId:
     """Validate a user id and return it normalized.
 
     Args:
         user_id: The id as it came from the runtime context, a CLI flag or an API call.
+            A `UserId` is returned as it is: it was checked when it was made.
 
     Returns:
         The id in Unicode NFC form (composed characters: `e` + U+0301 becomes `é`).
@@ -50,6 +153,8 @@ def check_user_id(user_id: object) -> str:
             `+` and `:`.
 
     """
+    if isinstance(user_id, UserId):
+        return user_id
     if not isinstance(user_id, str) or not user_id.strip():
         raise InvalidUserId(
             "user_id is empty: pass the user through the run context, e.g. "
@@ -60,7 +165,7 @@ def check_user_id(user_id: object) -> str:
         raise InvalidUserId(f"user_id is {len(norm)} characters; the limit is {MAX_USER_ID_CHARS}")
     # fullmatch: `$` alone would let a trailing newline through.
     if _USER_ID_RE.fullmatch(norm):
-        return norm
+        return UserId(norm)
     # Never trimmed: "alice " quietly becoming "alice" would hand one caller another's
     # memories, and an invisible character makes two ids that look the same.
     hidden = dict.fromkeys(c for c in norm if unicodedata.category(c)[0] in "ZC")
@@ -82,13 +187,33 @@ def check_user_id(user_id: object) -> str:
     )
 
 
-def namespace(user_id: str, kind: str | None = None) -> tuple[str, ...]:
-    """Return the store namespace of a user's memories, or of one kind of them.
+# The namespace helpers: every store namespace is built here, for reads and writes alike.
 
-    This is the only place a namespace is built, for reads and writes alike.
-    """
+
+def namespace(user_id: str, kind: str | None = None) -> tuple[str, ...]:
+    """Return the store namespace of a user's memories, or of one kind of them."""
     label = check_user_id(user_id)
     return (NAMESPACE_ROOT, label) if kind is None else (NAMESPACE_ROOT, label, kind)
+
+
+def threads_namespace(user_id: str) -> tuple[str, str]:
+    """Return the namespace listing the threads a user opened (key: the thread id)."""
+    return (THREADS_ROOT, check_user_id(user_id))
+
+
+def thread_owners_namespace() -> tuple[str]:
+    """Return the namespace naming the user who opened each thread (key: the thread id)."""
+    return (OWNERS_ROOT,)
+
+
+def repair_namespace(user_id: str) -> tuple[str, str]:
+    """Return the namespace of a user's index repair markers (index writes still owed)."""
+    return (REPAIR_ROOT, check_user_id(user_id))
+
+
+def changes_namespace(user_id: str) -> tuple[str, str]:
+    """Return the namespace of a user's change log (key `log`, see `memory.changelog`)."""
+    return (CHANGES_ROOT, check_user_id(user_id))
 
 
 def user_key(user_id: str) -> str:

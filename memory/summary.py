@@ -1,4 +1,4 @@
-"""Rolling thread summaries: the schema, the offline extractive summarizer, and the text form.
+"""Rolling thread summaries: the schema, how two summaries merge, and the text form.
 
 A summary keeps what must survive trimming: the user's goals, hard constraints ("don't …",
 "不要 …"), decisions and open items. It changes what the model sees; the thread itself stays
@@ -7,8 +7,7 @@ whole in the checkpointer.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
@@ -29,55 +28,11 @@ class ThreadSummary(BaseModel):
     facts: list[str] = Field(default_factory=list, description="Other details worth keeping.")
 
 
-_CONSTRAINT = re.compile(
-    r"\b(don't|do not|never|always|must|must not|only|avoid|no more than|at most|at least)\b"
-    r"|不要|别|不能|不许|禁止|必须|一定要|只能|务必|千万",
-    re.I,
-)
-_GOAL = re.compile(
-    r"\b(i want|i need|my goal|i'm trying|i am trying|help me|i'd like|we need|we want)\b"
-    r"|我想|我要|我需要|目标|帮我|我们需要|打算",
-    re.I,
-)
-_DECISION = re.compile(
-    r"\b(let's|we decided|i decided|decided|go with|we'll use|i'll use|settled on)\b"
-    r"|决定|就用|定了|选择了|确定",
-    re.I,
-)
-_OPEN = re.compile(
-    r"\b(todo|to do|later|pending|not yet|still need|tbd)\b|待办|还没|稍后|回头|待定", re.I
-)
-
-
-def _sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?。！？；;\n])\s*", text)
-    return [" ".join(p.split())[:MAX_ITEM_CHARS] for p in parts if p.strip()]
-
-
-def _add(items: list[str], sentence: str) -> None:
+def add_item(items: list[str], sentence: str) -> None:
+    """Append a sentence to a summary list unless it is there, keeping the newest `MAX_ITEMS`."""
     if sentence not in items:
         items.append(sentence)
         del items[:-MAX_ITEMS]  # keep the newest
-
-
-def extractive_summary(user_texts: Iterable[str], previous: ThreadSummary | None) -> ThreadSummary:
-    """Summarize user messages by keeping the sentences that state goals, rules and decisions.
-
-    Deterministic, so the offline model can summarize with no LLM. The previous summary
-    is carried forward: older constraints are never dropped for newer small talk.
-    """
-    out = previous.model_copy(deep=True) if previous else ThreadSummary()
-    for text in user_texts:
-        for sentence in _sentences(text):
-            if _CONSTRAINT.search(sentence):
-                _add(out.constraints, sentence)
-            elif _DECISION.search(sentence):
-                _add(out.decisions, sentence)
-            elif _GOAL.search(sentence):
-                _add(out.goals, sentence)
-            elif _OPEN.search(sentence):
-                _add(out.open_items, sentence)
-    return out
 
 
 def merge(previous: ThreadSummary | None, new: ThreadSummary) -> ThreadSummary:
@@ -88,7 +43,7 @@ def merge(previous: ThreadSummary | None, new: ThreadSummary) -> ThreadSummary:
     for field in ("goals", "constraints", "decisions", "open_items", "facts"):
         target: list[str] = getattr(out, field)
         for item in getattr(new, field):
-            _add(target, " ".join(str(item).split())[:MAX_ITEM_CHARS])
+            add_item(target, " ".join(str(item).split())[:MAX_ITEM_CHARS])
     return out
 
 

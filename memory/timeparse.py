@@ -1,71 +1,113 @@
-"""Resolve relative dates in English and Chinese ("next Wednesday", "下周三") to calendar dates."""
+"""The one date grammar of the agent: English and Chinese time words → calendar dates.
+
+Two readings of the same grammar:
+
+- `find_date` reads a statement ("I fly to Paris next Friday", "我下个月5号要去北京") and
+  returns the day it names (plus the last day of a span); extraction dates events with it.
+- `find_window` reads a query ("what did I do last weekend?", "上个月8号我在哪") and returns
+  the span [start, end) it names; ranking boosts records that fall inside it.
+
+Words that name one time whatever the tense ("下周末", "last month on the 8th", "两周后",
+"二〇二三年五月", "国庆节" with a year) read the same in both. Words that name a
+recurring time ("Friday", "周五", "in March", "12/25", "国庆节") lean: `find_date` takes the
+next one (plans look ahead), `find_window` the last one, unless the query speaks of the
+future ("what will I do on Friday?", "我周五要做什么"). When several times are named, a
+calendar date wins ("last weekend before April 10, 2023": the relative words hang on it),
+then the first time word in the text (the longest of those starting together); a bare
+year ("2023") is read only if nothing else is named. Calendar arithmetic and holidays
+live in `memory.dayspans`.
+
+Example:
+    >>> from datetime import datetime
+    >>> now = datetime(2026, 11, 18)  # a Wednesday
+    >>> find_date("我下个月5号要去北京", now).day
+    datetime.date(2026, 12, 5)
+    >>> w = find_window("what did I do last weekend?", now)
+    >>> (w.start.date(), w.end.date())
+    (datetime.date(2026, 11, 14), datetime.date(2026, 11, 16))
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
+from typing import Literal
 
-_EN_DAYS = {
-    "monday": 0,
-    "mon": 0,
-    "tuesday": 1,
-    "tue": 1,
-    "tues": 1,
-    "wednesday": 2,
-    "wed": 2,
-    "thursday": 3,
-    "thu": 3,
-    "thurs": 3,
-    "friday": 4,
-    "fri": 4,
-    "saturday": 5,
-    "sat": 5,
-    "sunday": 6,
-    "sun": 6,
-}
-_ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+from memory.dayspans import (
+    HOLIDAY_RE,
+    MAX_DAYS_BACK,
+    UNIT_DAYS,
+    DaySpan,
+    add_days,
+    add_months,
+    counted,
+    day_of_month,
+    lean_year,
+    month_day,
+    month_span,
+    nearest_holiday,
+    one_day,
+    safe_date,
+    season_span,
+    week_span,
+    weekday_span,
+    weekend_span,
+    year_span,
+)
+
+__all__ = [
+    "EN_MONTHS",
+    "EN_WEEKDAYS",
+    "DateMention",
+    "Lean",
+    "TimeWindow",
+    "find_date",
+    "find_window",
+]
+
+Lean = Literal["future", "past"]
+"""Which way a recurring time word ("Friday", "in May") is read."""
+
+EN_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_DAYS = {name: i for i, name in enumerate(EN_WEEKDAYS)} | {
+    "mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+    "sat": 5, "sun": 6,
+}  # fmt: skip
+_ENGLISH_WORDS = {"wed", "sat", "sun"}  # read as weekdays only after "on", "next", ...
 EN_MONTHS = {
     m: i + 1
     for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",),
+         ("june", "jun"), ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"),
+         ("october", "oct"), ("november", "nov"), ("december", "dec")]
     )
     for m in names
-}
-_ZH_NUM = {
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-    "十": 10,
-}
-
-_EN_DAY_RE = "|".join(sorted(_EN_DAYS, key=len, reverse=True))
-EN_MONTH_RE = "|".join(sorted(EN_MONTHS, key=len, reverse=True))
+}  # fmt: skip
+_ZH_DIGITS = {"〇": 0, "零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6,
+              "七": 7, "八": 8, "九": 9}  # fmt: skip
+_ZH_WEEKDAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_EN_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+              "a few": 3, "few": 3, "a couple of": 2, "couple of": 2, "half a": 0.5}  # fmt: skip
+_ZH_UNITS = {"天": "day", "周": "week", "星期": "week", "礼拜": "week", "月": "month", "年": "year"}
+_ZH_SHIFT = {"上上": -2, "上": -1, "这": 0, "本": 0, "下": 1, "下下": 2}
+_ZH_YEAR_SHIFT = {"大前": -3, "前": -2, "去": -1, "今": 0, "明": 1, "后": 2, "大后": 3}
+_ZH_DAY_WORDS = {"大前天": -3, "大后天": 3, "前天": -2, "后天": 2, "昨天": -1,
+                 "昨晚": -1, "昨日": -1, "昨儿": -1, "今天": 0, "今晚": 0, "今早": 0,
+                 "今日": 0, "今儿": 0, "刚才": 0, "刚刚": 0, "明天": 1, "明早": 1,
+                 "明晚": 1, "明日": 1, "明儿": 1}  # fmt: skip
+_EN_DAY_WORDS = {"day before yesterday": -2, "day after tomorrow": 2, "yesterday": -1,
+                 "last night": -1, "today": 0, "tonight": 0, "this morning": 0,
+                 "this afternoon": 0, "this evening": 0, "just now": 0, "tomorrow": 1}  # fmt: skip
+_SEASONS = {"spring": 3, "summer": 6, "fall": 9, "autumn": 9, "winter": 12}
 
 
 @dataclass(frozen=True)
 class DateMention:
-    """A date found in text."""
+    """A date found in text (what `find_date` returns)."""
 
     day: date
     text: str
@@ -74,169 +116,418 @@ class DateMention:
     """Last day, when the words name a span ("next week", "下周")."""
 
 
-def _monday(d: date) -> date:
-    return d - timedelta(days=d.weekday())
+@dataclass(frozen=True)
+class TimeWindow:
+    """A span of time a query refers to, [start, end) (what `find_window` returns)."""
+
+    start: datetime
+    end: datetime
+    text: str
+    """The words that named it."""
 
 
-def _upcoming(today: date, weekday: int) -> date:
-    return today + timedelta(days=(weekday - today.weekday()) % 7)
-
-
-def safe_date(year: int, month: int, day: int) -> date | None:
-    """Return the date, or None if there is no such day (February 30)."""
-    try:
-        return date(year, month, day)
-    except ValueError:
-        return None
-
-
-def _future_date(today: date, month: int, day: int, year: int | None) -> date | None:
-    if year is not None:
-        return safe_date(year, month, day)
-    found = safe_date(today.year, month, day)
-    if found is not None and found < today - timedelta(days=180):
-        found = safe_date(today.year + 1, month, day)
-    return found
-
-
-def zh_int(token: str) -> int | None:
-    """Read a number written in digits or in Chinese numerals up to 99 ("十二", "二十三")."""
-    if token.isdigit():
+def _zh_int(token: str) -> int | None:
+    """Read digits, Chinese numerals up to 99 ("二十三") or digit by digit ("二〇二三")."""
+    if token.isascii() and token.isdigit():
         return int(token)
-    if token in _ZH_NUM:
-        return _ZH_NUM[token]
-    if len(token) == 2 and token[0] == "十":
-        return 10 + _ZH_NUM.get(token[1], 0)
-    if len(token) in (2, 3) and token[-1] == "十" or (len(token) == 3 and token[1] == "十"):
-        tens = _ZH_NUM.get(token[0], 0) * 10
-        return tens + (_ZH_NUM.get(token[2], 0) if len(token) == 3 else 0)
-    return None
-
-
-MAX_DAYS_AHEAD = 3660
-
-
-def _in_days(today: date, n: int, words: str) -> DateMention | None:
-    """Return the day `n` days ahead; None past ten years (not a plan, maybe not a date)."""
-    if n > MAX_DAYS_AHEAD:
+    tens, ten, ones = token.partition("十")
+    if not ten:
+        if not token or any(c not in _ZH_DIGITS for c in token):
+            return None
+        return int("".join(str(_ZH_DIGITS[c]) for c in token))
+    if len(tens) > 1 or len(ones) > 1 or (tens and tens not in _ZH_DIGITS):
         return None
-    return DateMention(today + timedelta(days=n), words)
+    if ones and ones not in _ZH_DIGITS:
+        return None
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
 
 
-def find_date(text: str, now: datetime) -> DateMention | None:
-    """Return the first date that text names, resolved against `now`.
+def _zh_year(digits: str | None, relative: str | None, today: date) -> int | None:
+    """Read "2023年" / "二〇二三年" (digits) or "去年" (relative: 去)."""
+    if digits:
+        return _zh_int(digits)
+    return today.year + _ZH_YEAR_SHIFT[relative] if relative else None
+
+
+# --- the grammar ----------------------------------------------------------------------------------
+
+_ZD = r"(\d{1,2}|[一二三四五六七八九十两]{1,3})"  # a month or a day of the month
+_ZY = r"(?:(\d{4}|[〇零一二三四五六七八九]{4})年|(大前|大后|前|去|今|明|后)年)"  # a year
+_ZREL = r"(上上|下下|上|下|这|本)"
+_ZCOUNT = r"(\d+|[一二三四五六七八九十两]{1,3}|几|半)"
+_EN_MON = "|".join(sorted(EN_MONTHS, key=len, reverse=True))
+_EN_DAY = "|".join(sorted(_EN_DAYS, key=len, reverse=True))
+_EN_COUNT = "|".join(re.escape(w) for w in sorted(_EN_COUNTS, key=len, reverse=True)) + r"|\d+"
+_ORD = r"(?:st|nd|rd|th)"
+_NOT_IN_NUMBER = r"(?<![\d.\-/+$#:])"  # not a piece of 2.0, 555-2023, +86, $2000, 10:30
+
+Rule = Callable[[re.Match[str], date, bool], DaySpan | None]
+_RULES: list[tuple[re.Pattern[str], Rule, int]] = []
+"""(pattern, reading, tier), by tier: a rule counts only if no rule of a lower tier matched.
+
+Tier 0 names a calendar date ("April 10, 2023", "5月8号"): in "last weekend before April
+10, 2023" the relative words hang on it. Tier 1 is every other time word; tier 2 a bare year.
+"""
+
+
+def _rule(pattern: str, tier: int = 1) -> Callable[[Rule], Rule]:
+    """Register a reading of the words `pattern` matches (in `_normalized` text)."""
+
+    def add(read: Rule) -> Rule:
+        _RULES.append((re.compile(pattern), read, tier))
+        return read
+
+    return add
+
+
+# Chinese. `g` is the match; `t` today; `f` True when recurring times lean to the future.
+
+
+@_rule(_ZY + "?" + _ZD + "月" + _ZD + "[日号]", tier=0)
+def _zh_date(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    month, day = _zh_int(g[3]), _zh_int(g[4])
+    if not month or not day:
+        return None
+    return month_day(t, month, day, _zh_year(g[1], g[2], t), f)
+
+
+@_rule(_ZY + _ZD + "月份?", tier=0)
+def _zh_year_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    year, month = _zh_year(g[1], g[2], t), _zh_int(g[3])
+    return month_span(year, month) if year and month else None
+
+
+@_rule(_ZY)
+def _zh_year_only(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    year = _zh_year(g[1], g[2], t)
+    return year_span(year) if year else None
+
+
+@_rule("(?:" + _ZY + "的?)?(" + HOLIDAY_RE + ")")
+def _zh_holiday(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return nearest_holiday(t, g[3], _zh_year(g[1], g[2], t), f)
+
+
+@_rule(_ZREL + "个?月" + _ZD + "[日号]")
+def _zh_day_of_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    day = _zh_int(g[2])
+    return day_of_month(t, _ZH_SHIFT[g[1]], day, f) if day else None
+
+
+@_rule(_ZREL + "个?月(?![饼亮光球])")
+def _zh_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    first = add_months(t.replace(day=1), _ZH_SHIFT[g[1]])
+    return month_span(first.year, first.month) if first else None
+
+
+@_rule(r"(?<![\d个])" + _ZD + "月份?(?![饼亮光球])")
+def _zh_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    month = _zh_int(g[1])
+    if not month or month > 12:
+        return None
+    return month_span(lean_year(t, (month, 1), (month, 31), f), month)
+
+
+_ZH_NOT_WEEKDAY = "(?![共起直次样定些切般旦])"  # 上周一共 is "last week, in all"
+
+
+@_rule(
+    "(?:"
+    + _ZREL
+    + r"个?|(?<![一二三四五六七八九十两几每\d]))(?:周|星期|礼拜)([一二三四五六日天])"
+    + _ZH_NOT_WEEKDAY
+)
+def _zh_weekday(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    weekday = _ZH_WEEKDAYS[g[2]]
+    if g[1] is None:
+        return weekday_span(t, weekday, "", f)
+    return one_day(week_span(t, _ZH_SHIFT[g[1]]).first + timedelta(days=weekday))
+
+
+@_rule("(?:" + _ZREL + "个?|(?<!每))周末")
+def _zh_weekend(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    if g[1] is not None:
+        return weekend_span(t, _ZH_SHIFT[g[1]])
+    return weekend_span(t, 0 if f or t.weekday() >= 5 else -1)
+
+
+@_rule(_ZREL + "个?(?:周|星期|礼拜)")
+def _zh_week(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return week_span(t, _ZH_SHIFT[g[1]])
+
+
+@_rule(_ZCOUNT + "个?(半)?(天|周|星期|礼拜|月|年)(前|之前|以前|后|之后|以后)")
+def _zh_counted(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    n = {"几": 3, "半": 0.5}.get(g[1]) or _zh_int(g[1])
+    if not n:
+        return None
+    return counted(t, n + (0.5 if g[2] else 0), _ZH_UNITS[g[3]], -1 if "前" in g[4] else 1)
+
+
+@_rule("(?<![以之然最])(" + "|".join(sorted(_ZH_DAY_WORDS, key=len, reverse=True)) + ")")
+def _zh_day_word(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return one_day(add_days(t, _ZH_DAY_WORDS[g[1]]))
+
+
+# English (on lower-cased text).
+
+
+@_rule(_NOT_IN_NUMBER + r"(\d{4})([-/])(\d{1,2})\2(\d{1,2})(?!\d)", tier=0)
+def _iso_date(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return one_day(safe_date(int(g[1]), int(g[3]), int(g[4])))
+
+
+@_rule(_NOT_IN_NUMBER + r"(\d{1,2})/(\d{1,2})(?:/(\d{4}))?(?![\d/]|[.,:]\d)", tier=0)
+def _slash_date(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    month, day = int(g[1]), int(g[2])  # month first, as in "12/25"
+    return month_day(t, month, day, int(g[3]) if g[3] else None, f)
+
+
+@_rule(
+    rf"\b(?:({_EN_MON})\.?\s+(\d{{1,2}}){_ORD}?|(?:on\s+)?(?:the\s+)?(\d{{1,2}}){_ORD}?\s+"
+    rf"(?:of\s+)?({_EN_MON}))\b(?:\s*,?\s*(\d{{4}})\b)?",
+    tier=0,
+)
+def _en_date(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    month, day = EN_MONTHS[g[1] or g[4]], int(g[2] or g[3])
+    return month_day(t, month, day, int(g[5]) if g[5] else None, f)
+
+
+@_rule(rf"\b({_EN_MON})\.?,?\s+(?:of\s+)?(\d{{4}})\b", tier=0)
+def _en_month_year(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return month_span(int(g[2]), EN_MONTHS[g[1]])
+
+
+@_rule(
+    rf"\b(in|during|since|of|last|this|next|early|late|mid-?)\s+(?:(?:early|late|mid)-?\s*)?"
+    rf"({_EN_MON})\b(?:\.?,?\s+(?:of\s+)?(\d{{4}})\b)?"
+)
+def _en_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    which, month = g[1], EN_MONTHS[g[2]]
+    if g[3]:
+        return month_span(int(g[3]), month)  # "in May 2023"
+    if g[2] == "may" and which not in ("in", "during", "last", "this", "next"):
+        return None  # "may" is also a verb
+    if which == "last":
+        year = t.year if month < t.month else t.year - 1
+    elif which == "next":
+        year = t.year if month > t.month else t.year + 1
+    elif which == "this":
+        year = t.year
+    else:
+        year = lean_year(t, (month, 1), (month, 31), f)
+    return month_span(year, month)
+
+
+@_rule(r"\b(?:the\s+)?(" + "|".join(w.replace(" ", r"\s+") for w in _EN_DAY_WORDS) + r")\b")
+def _en_day_word(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return one_day(add_days(t, _EN_DAY_WORDS[" ".join(g[1].split())]))
+
+
+def _en_count(word: str) -> float:
+    """Read "3", "three", "a few", "half a"."""
+    return int(word) if word.isdigit() else _EN_COUNTS[" ".join(word.split())]
+
+
+@_rule(rf"\b({_EN_COUNT})\s+(day|week|fortnight|month|year)s?\s+(ago|from\s+now|later|hence)\b")
+def _en_counted(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return counted(t, _en_count(g[1]), g[2], -1 if g[3] == "ago" else 1)
+
+
+@_rule(rf"\bin\s+({_EN_COUNT})\s+(day|week|fortnight|month|year)s?\b")
+def _en_in_counted(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return counted(t, _en_count(g[1]), g[2], 1)
+
+
+@_rule(rf"\b(?:last|past)\s+({_EN_COUNT})\s+(day|week|month|year)s\b")
+def _en_last_n(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    days = round(_en_count(g[1]) * UNIT_DAYS[g[2]])
+    first = add_days(t, -days) if days <= MAX_DAYS_BACK else None
+    return DaySpan(first, t) if first else None
+
+
+@_rule(rf"\b(?:(last|this|next|coming|on|past)\s+)?({_EN_DAY})\b")
+def _en_weekday(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    which = g[1] or ""
+    if not which and g[2] in _ENGLISH_WORDS:
+        return None
+    how = {"next": "next", "last": "last", "past": "last"}.get(which, "")
+    if which == "this" and not f:
+        how = "this"  # "what did I do this Monday": this week's, never last week's
+    if which == "coming":
+        return weekday_span(t, _EN_DAYS[g[2]], "", True)
+    return weekday_span(t, _EN_DAYS[g[2]], how, f)
+
+
+@_rule(
+    r"\b(last|this|next|coming|past|the)\s+"
+    r"(weekend|week|month|year|spring|summer|fall|autumn|winter)\b"
+)
+def _en_relative(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    which, unit = g[1], g[2]
+    shift = {"last": -1, "next": 1, "coming": 1}.get(which, 0)
+    if unit == "weekend":
+        if which == "the":  # "over the weekend": the coming one, or the last one begun
+            shift = 0 if f or t.weekday() >= 5 else -1
+        return weekend_span(t, {"past": -1, "coming": 0}.get(which, shift))
+    if which == "the":
+        return None
+    if unit in _SEASONS:
+        return season_span(t, which, _SEASONS[unit], f)
+    if which == "past":  # the last 7 / 31 / 366 days
+        first = add_days(t, -{"week": 7, "month": 31, "year": 366}[unit])
+        return DaySpan(first, t) if first else None
+    if unit == "week":
+        return week_span(t, shift)
+    if unit == "month":
+        first = add_months(t.replace(day=1), shift)
+        return month_span(first.year, first.month) if first else None
+    return year_span(t.year + shift)
+
+
+@_rule(rf"\b(?:on\s+)?the\s+(\d{{1,2}}){_ORD}?\s+(?:of\s+)?(last|this|next)\s+month\b")
+def _en_day_of_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return day_of_month(t, {"last": -1, "this": 0, "next": 1}[g[2]], int(g[1]), f)
+
+
+@_rule(rf"\b(last|this|next)\s+month,?\s+on\s+the\s+(\d{{1,2}}){_ORD}?\b")
+def _en_relative_month_day(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return day_of_month(t, {"last": -1, "this": 0, "next": 1}[g[1]], int(g[2]), f)
+
+
+@_rule(rf"\bon\s+the\s+(\d{{1,2}}){_ORD}\b")
+def _en_day_of_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return day_of_month(t, None, int(g[1]), f)
+
+
+@_rule(rf"\b(?:(last|this|next)\s+)?({HOLIDAY_RE})\b(?:\s*,?\s*((?:19|20)\d{{2}})\b)?")
+def _en_holiday(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    if g[3] or g[1] == "this":
+        return nearest_holiday(t, g[2], int(g[3]) if g[3] else t.year, f)
+    if g[1] is None:
+        return nearest_holiday(t, g[2], None, f)
+    shift = -1 if g[1] == "last" else 1
+    span = nearest_holiday(t, g[2], None, shift > 0)  # the nearest one in that direction...
+    if span is not None and (span.first >= t if shift < 0 else span.last <= t):
+        return nearest_holiday(t, g[2], span.first.year + shift, f)  # ...unless it is today
+    return span
+
+
+@_rule(r"\b(?:in|during|since|of|by|early|late|mid-?|around)\s+((?:19|20)\d{2})\b(?![-/]\d)")
+def _en_year(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return year_span(int(g[1]))
+
+
+@_rule(_NOT_IN_NUMBER + r"\b((?:19|20)\d{2})\b(?![-/.:]\d)", tier=2)
+def _bare_year(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    return year_span(int(g[1]))
+
+
+_RULES.sort(key=lambda rule: rule[2])  # stable: ties keep the order above
+
+
+# --- reading a text -------------------------------------------------------------------------------
+
+_FUTURE = re.compile(
+    r"\b(?:will|won't|shall|going\s+to|gonna|plan(?:s|ning)?\s+to|upcoming|am\s+i|are\s+we|"
+    r"do\s+(?:i|we)\s+have)\b|['’]ll\b|打算|将要|(?<![重需主只不想])要(?!求)"
+)
+_PAST = re.compile(r"\b(?:did|was|were|went|had|ago)\b|了|过")
+
+
+def _normalized(text: str) -> str:
+    """Lower-case, full-width forms folded (１２ → 12), one character for one: positions agree."""
+    out = []
+    for ch in text:
+        folded = unicodedata.normalize("NFKC", ch).lower() if not ch.isascii() else ch.lower()
+        out.append(folded if len(folded) == 1 else ch)
+    return "".join(out)
+
+
+def _first_mention(text: str, today: date, future: bool) -> tuple[DaySpan, str] | None:
+    """Return the span the text names first (see the module docstring) and its words."""
+    low = _normalized(text)
+    best: tuple[tuple[int, int, int, int], DaySpan] | None = None
+    for order, (pattern, read, tier) in enumerate(_RULES):
+        if best is not None and best[0][0] < tier:
+            break  # weaker rules are tried only if nothing stronger matched (they come last)
+        for m in pattern.finditer(low):
+            if best is not None and (tier, m.start()) > best[0][:2]:
+                break
+            span = read(m, today, future)
+            if span is not None:
+                key = (tier, m.start(), -(m.end() - m.start()), order)
+                if best is None or key < best[0]:
+                    best = (key, span)
+                break
+    if best is None:
+        return None
+    (_, start, neg_len, _), span = best
+    return span, text[start : start - neg_len]
+
+
+def find_date(text: str, now: datetime, *, lean: Lean = "future") -> DateMention | None:
+    """Return the first date that a statement names, resolved against `now`.
 
     Args:
         text: A sentence in English or Chinese.
         now: When it was said; relative words are read from this day.
+        lean: How recurring times are read: "future" (the next Friday; plans look ahead)
+            or "past" (the last one).
 
     Returns:
-        The date mention, or None if the text names no date.
+        The date (a span's first day, or today if the span holds it, with `end` its
+        last day), or None if the text names no date.
 
+    Example:
+        >>> find_date("下周末去爬山", datetime(2026, 11, 18))
+        DateMention(day=datetime.date(2026, 11, 28), text='下周末', end=datetime.date(2026, 11, 29))
     """
     today = now.date()
-    # Lower-case character by character so positions in `low` are positions in `text`
-    # ("İ".lower() is two characters).
-    low = "".join(ch.lower() if len(ch.lower()) == 1 else ch for ch in text)
+    found = _first_mention(text, today, lean == "future")
+    if found is None:
+        return None
+    span, words = found
+    if span.anchor is not None:
+        return DateMention(span.anchor, words)
+    if span.first == span.last:
+        return DateMention(span.first, words)
+    day = today if span.first <= today <= span.last else span.first
+    return DateMention(day, words, end=span.last)
 
-    # Chinese first: these words cannot be confused with English ones.
-    m = re.search(r"(下下|下|这|本|上)?(?:周|星期|礼拜)([一二三四五六日天])", text)
-    if m:
-        base = _monday(today)
-        shift = {"下下": 14, "下": 7, "上": -7}.get(m.group(1) or "", 0)
-        day = base + timedelta(days=shift + _ZH_DAYS[m.group(2)])
-        if not m.group(1) and day < today:
-            day += timedelta(days=7)
-        return DateMention(day, m.group(0))
-    m = re.search(
-        r"(?:(\d{4})年)?(\d{1,2}|[一二三四五六七八九十]{1,3})月(\d{1,2}|[一二三四五六七八九十]{1,3})[日号]",
-        text,
-    )
-    if m:
-        month, dd = zh_int(m.group(2)), zh_int(m.group(3))
-        if month and dd:
-            found = _future_date(today, month, dd, int(m.group(1)) if m.group(1) else None)
-            if found:
-                return DateMention(found, m.group(0))
-    for word, offset in (
-        ("大后天", 3),
-        ("后天", 2),
-        ("明天", 1),
-        ("明早", 1),
-        ("明晚", 1),
-        ("今天", 0),
-        ("今晚", 0),
-        ("昨天", -1),
-        ("前天", -2),
-    ):
-        if word in text:
-            return DateMention(today + timedelta(days=offset), word)
-    m = re.search(r"(\d+|[一二三四五六七八九十两]{1,3})天(?:后|之后|以后)", text)
-    if m and (n := zh_int(m.group(1))):
-        return _in_days(today, n, m.group(0))
-    for word, weeks in (
-        ("下下周", 2),
-        ("下周", 1),
-        ("下星期", 1),
-        ("下礼拜", 1),
-        ("这周", 0),
-        ("本周", 0),
-        ("这个星期", 0),
-    ):
-        if word in text:
-            start = _monday(today) + timedelta(days=7 * weeks)
-            return DateMention(max(start, today), word, end=start + timedelta(days=6))
-    if "周末" in text:
-        sat = _upcoming(today, 5) + (timedelta(days=7) if "下周末" in text else timedelta())
-        return DateMention(
-            sat, "下周末" if "下周末" in text else "周末", end=sat + timedelta(days=1)
-        )
-    if "下个月" in text or "下月" in text:
-        first = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
-        return DateMention(first, "下个月" if "下个月" in text else "下月")
 
-    m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", low)
-    if m and (found := safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))):
-        return DateMention(found, m.group(0))
-    m = re.search(rf"\b(next|this|on|coming)?\s*({_EN_DAY_RE})\b", low)
-    if m:
-        weekday = _EN_DAYS[m.group(2)]
-        if m.group(1) == "next":
-            day = _monday(today) + timedelta(days=7 + weekday)
-        else:
-            day = _upcoming(today, weekday)
-        return DateMention(day, text[m.start() : m.end()].strip())
-    m = re.search(
-        rf"\b(?:({EN_MONTH_RE})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?|(\d{{1,2}})(?:st|nd|rd|th)?"
-        rf"(?:\s+of)?\s+({EN_MONTH_RE}))\b(?:,?\s+(\d{{4}}))?",
-        low,
-    )
-    if m:
-        month = EN_MONTHS[m.group(1) or m.group(4)]
-        dd = int(m.group(2) or m.group(3))
-        found = _future_date(today, month, dd, int(m.group(5)) if m.group(5) else None)
-        if found:
-            return DateMention(found, text[m.start() : m.end()])
-    for word, offset in (
-        ("day after tomorrow", 2),
-        ("tomorrow", 1),
-        ("tonight", 0),
-        ("today", 0),
-        ("yesterday", -1),
-    ):
-        if re.search(rf"\b{word}\b", low):
-            return DateMention(today + timedelta(days=offset), word)
-    m = re.search(r"\bin (\d+) days?\b", low)
-    if m:
-        return _in_days(today, int(m.group(1)), m.group(0))
-    for word, weeks in (("next week", 1), ("this week", 0)):
-        if word in low:
-            start = _monday(today) + timedelta(days=7 * weeks)
-            return DateMention(max(start, today), word, end=start + timedelta(days=6))
-    if re.search(r"\b(this|next) weekend\b", low):
-        sat = _upcoming(today, 5) + (timedelta(days=7) if "next weekend" in low else timedelta())
-        return DateMention(sat, "weekend", end=sat + timedelta(days=1))
-    if "next month" in low:
-        first = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
-        return DateMention(first, "next month")
-    return None
+def find_window(query: str, now: datetime, *, lean: Lean | None = None) -> TimeWindow | None:
+    """Return the span of time a query names, [start, end) in `now`'s timezone.
+
+    Recurring times ("on Friday", "in May", "周五") are read back from `now` (queries
+    mostly ask about the past) unless the query speaks of the future ("will", "要", ...)
+    or `lean` says otherwise. "Two weeks ago" is a window one week wide around that day.
+    Vague words ("recently", "最近") name no window: recency decay covers them.
+
+    Args:
+        query: The user's words.
+        now: When the query is asked (timezone-aware or naive; the window follows it).
+        lean: "past" or "future"; None reads it from the query's tense.
+
+    Returns:
+        The window, or None if the query names no time.
+
+    Example:
+        >>> w = find_window("上个月8号我在哪", datetime(2026, 11, 18))
+        >>> (w.start.date(), w.end.date())
+        (datetime.date(2026, 10, 8), datetime.date(2026, 10, 9))
+    """
+    if lean is None:
+        low = _normalized(query)
+        lean = "future" if _FUTURE.search(low) and not _PAST.search(low) else "past"
+    found = _first_mention(query, now.date(), lean == "future")
+    if found is None:
+        return None
+    span, words = found
+    tz = now.tzinfo
+    start = datetime.combine(span.first, time(), tzinfo=tz)
+    try:
+        end = datetime.combine(span.last + timedelta(days=1), time(), tzinfo=tz)
+    except OverflowError:
+        end = datetime.max.replace(tzinfo=tz)
+    return TimeWindow(start, end, words)

@@ -13,8 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from memory.extraction import extract_rules
-from memory.summary import extractive_summary
+from graphs.offline_rules import extract_rules, extractive_summary
 
 
 class ScriptedChatModel(GenericFakeChatModel):

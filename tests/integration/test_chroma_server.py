@@ -101,3 +101,80 @@ def test_memory_service_over_chroma_server(
 
     with pytest.raises(IndexUnavailable, match=rf"{HOST}:{port}\b"):
         ChromaIndex.open(embedder, host=HOST, port=port)
+
+
+def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
+    """The index is a LangChain vector store: a per-user retriever whose documents carry the
+    record ids. Its hits are candidates; the service's store re-check is what drops stale ones.
+    An entry written before documents were stored is found stale and rewritten by consolidate.
+    """
+    import hashlib
+
+    from langchain_chroma import Chroma
+    from langchain_core.documents import Document
+
+    from memory.records import MemoryRecord
+
+    port = servers.free_port()
+    servers.start(
+        [str(servers.bin("chroma")), "run", "--host", HOST, "--port", str(port),
+         "--path", str(servers.tmp / "chroma-retriever")],
+        ready_url=f"http://{HOST}:{port}/api/v2/heartbeat",
+        timeout=60,
+    )  # fmt: skip
+    index = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)
+    service = MemoryService(InMemoryStore(), index)
+
+    def add(user: str, content: str, subject: str) -> MemoryRecord:
+        (change,) = service.add(user, content, subject=subject)
+        assert change.action == "added"
+        return change.record
+
+    berlin = add(ALICE, "User lives in Berlin.", "profile.city")
+    nurse = add(ALICE, "User works as a nurse.", "profile.job")
+    jazz = add(ALICE, "User likes jazz.", "likes.jazz")
+    add(LEI, "用户住在上海。", "profile.city")
+
+    assert isinstance(index.vectorstore(ALICE), Chroma)
+    docs: list[Document] = index.as_retriever(ALICE, search_kwargs={"k": 2}).invoke(
+        "Which city am I in?"
+    )
+    assert len(docs) == 2
+    assert (docs[0].id, docs[0].page_content) == (berlin.id, "User lives in Berlin.")
+    assert docs[0].metadata["user_id"] == ALICE and docs[0].metadata["kind"] == "fact"
+    # Only this user's collection is searched, whatever the query.
+    everything = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("用户住在上海。")
+    assert {d.id for d in everything} == {berlin.id, nurse.id, jazz.id}
+    (lei_doc,) = index.as_retriever(LEI).invoke("Where do I live?")
+    assert lei_doc.page_content == "用户住在上海。"
+
+    # Forgetting (soft or hard) removes the entry: the retriever no longer returns it.
+    service.forget(ALICE, berlin.id, hard=True)
+    service.forget(ALICE, nurse.id)
+    left = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("city job music")
+    assert [d.id for d in left] == [jazz.id]
+
+    # A vector that outlived its record (a write that crashed between Chroma and the store)
+    # is returned by the retriever, and dropped by the service's re-check against the store.
+    ghost = berlin.model_copy(update={"id": "ghost-" + berlin.id})
+    index.upsert([ghost])
+    raw = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("Which city am I in?")
+    assert raw[0].id == ghost.id
+    assert ghost.id not in [r.record.id for r in service.search(ALICE, "Which city am I in?")]
+    index.delete(ALICE, [ghost.id])
+
+    # An entry of the earlier layout (a vector without its text, the old fingerprint) is
+    # invisible to LangChain's Chroma; consolidate finds it stale and rewrites it.
+    collection = index.client.get_collection(index.collection_name(ALICE))
+    vector = index.embedder.embed([jazz.content])
+    collection.delete(ids=[jazz.id])
+    old_h = hashlib.sha1(jazz.content.encode()).hexdigest()[:12]
+    collection.add(
+        ids=[jazz.id], embeddings=vector, metadatas=[{"kind": "fact", "user_id": ALICE, "h": old_h}]
+    )
+    assert index.as_retriever(ALICE).invoke("music") == []
+    report = service.consolidate(ALICE)
+    assert report.reindexed == 1
+    (back,) = index.as_retriever(ALICE).invoke("music")
+    assert (back.id, back.page_content) == (jazz.id, "User likes jazz.")
+    assert service.consolidate(ALICE).reindexed == 0  # settled

@@ -2,7 +2,9 @@
 
 stdio: identity from the server's `--user`; memories survive a new server process on the same
 home. Streamable HTTP: identity from the bearer token only; tokens of other users, extra
-`user_id` arguments, read-only tokens and missing or unknown tokens are all refused.
+`user_id` arguments, read-only tokens and missing or unknown tokens are all refused. Over both,
+the server reports the package version, every tool publishes its annotations and an output
+schema, and every successful call's structured content validates against that schema.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx2
+import jsonschema
 import pytest
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -30,14 +34,24 @@ HOST = "127.0.0.1"
 TIMEOUT = 180.0  # generous bound on one MCP request (the first loads the encoder); never asserted
 TOOLS = {"remember", "search", "list_memories", "forget", "export"}
 IDENTITY_WORDS = {"user", "user_id", "agent", "agent_id", "read_only", "token"}
+# What each tool declares (MCP ToolAnnotations): (readOnlyHint, destructiveHint, idempotentHint).
+HINTS = {
+    "remember": (False, False, False),
+    "search": (True, False, True),
+    "list_memories": (True, False, True),
+    "forget": (False, True, False),
+    "export": (True, False, True),
+}
 
 ALICE_TOKEN = "alice-token-0123456789abcdef"
 ALICE_RO_TOKEN = "alice-readonly-0123456789abcdef"
 BOB_TOKEN = "bob-token-0123456789abcdef"
+CAROL_TOKEN = "carol-token-0123456789abcdef"
 TOKENS = {
     ALICE_TOKEN: {"user": "alice", "agent": "support"},
     ALICE_RO_TOKEN: {"user": "alice", "read_only": True},
     BOB_TOKEN: {"user": "bob", "agent": "support", "read_only": False},
+    CAROL_TOKEN: {"user": "carol"},
 }
 
 PEANUTS = "User is allergic to peanuts."
@@ -56,13 +70,26 @@ def _server_env(servers: Servers, home: Path) -> dict[str, str]:
 
 
 def _server_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agent.mcp_server", *args]
+    """`memory-agent mcp ARGS`: the installed command, as the README documents it."""
+    return [str(Path(sys.executable).with_name("memory-agent")), "mcp", *args]
+
+
+async def _output_schema(session: ClientSession, tool: str) -> dict[str, Any]:
+    (found,) = [t for t in (await session.list_tools()).tools if t.name == tool]
+    assert found.output_schema is not None, tool
+    return found.output_schema
 
 
 async def _ok(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool that must succeed; its structured content must follow its output schema."""
     result = await session.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert isinstance(result.structured_content, dict)
+    schema = await _output_schema(session, tool)
+    jsonschema.Draft202012Validator(schema).validate(result.structured_content)
+    # Clients that read only text get the same payload.
+    (text,) = result.content
+    assert json.loads(getattr(text, "text", "")) == result.structured_content
     return result.structured_content
 
 
@@ -87,6 +114,35 @@ def _jsonrpc_messages(response: httpx2.Response) -> list[dict[str, Any]]:
     ]
 
 
+async def _check_published(session: ClientSession) -> None:
+    """The server's version, and each tool's title, annotations and output schema."""
+    init = session.initialize_result
+    assert init is not None
+    assert init.server_info.name == "memory-agent"
+    assert init.server_info.version == version("langgraph-memory-agent")
+
+    listed = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(listed) == TOOLS == set(HINTS)
+    for name, tool in listed.items():
+        hints = tool.annotations
+        assert hints is not None, name
+        assert (hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint) == HINTS[
+            name
+        ], name
+        assert hints.open_world_hint is False, name
+        assert tool.title and tool.title == hints.title, name
+        schema = tool.output_schema
+        assert schema is not None and schema["type"] == "object", name
+        assert "user" in schema["required"], name
+        jsonschema.Draft202012Validator.check_schema(schema)
+        # The schema says something: a payload without the user, or with a memory whose
+        # status is not one the store knows, does not pass.
+        validator = jsonschema.Draft202012Validator(schema)
+        assert not validator.is_valid({"memories": []}), name
+    bad = {"user": "u", "memories": [{"id": "x", "kind": "fact", "status": "erased"}]}
+    assert not jsonschema.Draft202012Validator(listed["list_memories"].output_schema).is_valid(bad)
+
+
 def _first_error(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
@@ -98,7 +154,7 @@ def _first_error(exc: BaseException) -> BaseException:
 
 @asynccontextmanager
 async def stdio_session(servers: Servers, home: Path, *args: str) -> AsyncIterator[ClientSession]:
-    """Start `python -m agent.mcp_server ARGS` over stdio; the client stops it on exit."""
+    """Start `memory-agent mcp ARGS` over stdio; the client stops it on exit."""
     argv = _server_argv(*args)
     params = StdioServerParameters(
         command=argv[0], args=argv[1:], env=_server_env(servers, home), cwd=str(REPO)
@@ -118,6 +174,7 @@ async def test_stdio_remember_search_forget_across_processes(
     home = tmp_path / "stdio-home"
 
     async with stdio_session(servers, home, "--user", "alice") as alice:
+        await _check_published(alice)
         listed = await alice.list_tools()
         assert {t.name for t in listed.tools} == TOOLS
         for tool in listed.tools:  # no tool lets the caller pick whose memory it touches
@@ -273,6 +330,33 @@ async def test_http_identity_comes_from_the_token(mcp_url: str) -> None:
         listed = await _ok(alice, "list_memories")
         assert listed["user"] == "alice"
         assert _contents(listed) == [PEANUTS]
+
+
+async def test_http_tools_publish_hints_schemas_and_version(mcp_url: str) -> None:
+    async with http_session(mcp_url, CAROL_TOKEN) as carol:
+        await _check_published(carol)
+        saved = await _ok(carol, "remember", text="Team offsite", kind="event",
+                          event_date="2099-03-04", subject="work.offsite")  # fmt: skip
+        (change,) = saved["changes"]
+        assert (change["kind"], change["event_date"]) == ("event", "2099-03-04")
+        await _ok(carol, "remember", text="User drinks oat milk.", subject="diet.milk")
+
+        # The read-only tools leave the memory exactly as it was (hits, timestamps, history),
+        # and asking twice gives the same answer.
+        before = await _ok(carol, "export")
+        assert len(before["memories"]) == 2
+        first = await _ok(carol, "search", query="when is the offsite?")
+        assert change["id"] in [m["id"] for m in first["memories"]]
+        assert await _ok(carol, "search", query="when is the offsite?") == first
+        listed = await _ok(carol, "list_memories", include_inactive=True)
+        assert await _ok(carol, "list_memories", include_inactive=True) == listed
+        assert await _ok(carol, "export") == before
+
+        # forget is the destructive one: what it forgets stops being recalled.
+        gone = await _ok(carol, "forget", memory_id=change["id"])
+        assert gone["deleted"] is None and gone["forgotten"]["status"] == "forgotten"
+        after = await _ok(carol, "search", query="when is the offsite?")
+        assert change["id"] not in [m["id"] for m in after["memories"]]
 
 
 async def test_http_read_only_token_reads_but_cannot_write(mcp_url: str) -> None:

@@ -255,7 +255,7 @@ def test_cli_reports_unreachable_postgres(
 
 
 def test_writer_lock_of_a_user_excludes_other_sessions(pg_url: str, new_user) -> None:
-    from memory.backends import PostgresWriterLocks, WriterLockTimeout
+    from memory.locks import PostgresWriterLocks, WriterLockTimeout
 
     user, other = new_user("lock"), new_user("free")
     here = PostgresWriterLocks(pg_url)

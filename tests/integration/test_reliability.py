@@ -32,8 +32,11 @@ from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends
+from memory.indexing import WriteThrough
+from memory.reads import StoreReader
 from memory.records import MemoryRecord, utcnow
 from memory.service import MemoryService
+from memory.writes import MemoryWriter
 
 if TYPE_CHECKING:
     from conftest import Servers
@@ -173,14 +176,14 @@ async def test_same_statement_in_two_parallel_threads_is_stored_once(
 ) -> None:
     user = new_user()
     meet = Meet()
-    related = MemoryService._related
+    related = MemoryWriter.related
 
-    def related_then_meet(self: MemoryService, *args: Any, **kwargs: Any) -> Any:
+    def related_then_meet(self: MemoryWriter, *args: Any, **kwargs: Any) -> Any:
         out = related(self, *args, **kwargs)
         meet()
         return out
 
-    monkeypatch.setattr(MemoryService, "_related", related_then_meet)
+    monkeypatch.setattr(MemoryWriter, "related", related_then_meet)
     config = BackendConfig(database_url=pg_url, home=str(tmp_path))
     async with aopen_backends(config) as b:
         graph = build_graph(
@@ -194,23 +197,23 @@ async def test_same_statement_in_two_parallel_threads_is_stored_once(
 
 
 ROLE: contextvars.ContextVar[str] = contextvars.ContextVar("role", default="")
-READERS = ("get", "_get_many")  # how MemoryService.mark_recalled may read the records
+READERS = ("get", "get_many")  # how mark_recalled may read the records (StoreReader)
 
 
 def after_mark_recalled_reads(monkeypatch: pytest.MonkeyPatch, hook: Callable[[], None]) -> None:
     """Run `hook` right after `mark_recalled` has read its records, before it writes them."""
     for name in READERS:
-        real = getattr(MemoryService, name, None)
+        real = getattr(StoreReader, name, None)
         if real is None:
             continue
 
-        def wrapper(self: MemoryService, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+        def wrapper(self: StoreReader, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
             out = _real(self, *args, **kwargs)
             if sys._getframe(1).f_code.co_name == "mark_recalled":
                 hook()
             return out
 
-        monkeypatch.setattr(MemoryService, name, wrapper)
+        monkeypatch.setattr(StoreReader, name, wrapper)
 
 
 async def test_parallel_recalls_are_all_counted(
@@ -252,14 +255,14 @@ async def test_recall_bookkeeping_never_undoes_a_parallel_supersede(
     """
     user = new_user()
     b_read, a_done = threading.Event(), threading.Event()
-    write = MemoryService._write
+    write = WriteThrough.write
 
     def b_reads_then_waits() -> None:
         if ROLE.get() == "B":
             b_read.set()
             a_done.wait(HOOK_TIMEOUT)
 
-    def write_hook(self: MemoryService, *args: Any, **kwargs: Any) -> Any:
+    def write_hook(self: WriteThrough, *args: Any, **kwargs: Any) -> Any:
         if ROLE.get() == "A":
             b_read.wait(HOOK_TIMEOUT)
         return write(self, *args, **kwargs)
@@ -278,7 +281,7 @@ async def test_recall_bookkeeping_never_undoes_a_parallel_supersede(
         svc = MemoryService(b.store, b.index)
         await turn(graph, user, f"{user}-0", "I live in Berlin.")
         after_mark_recalled_reads(monkeypatch, b_reads_then_waits)
-        monkeypatch.setattr(MemoryService, "_write", write_hook)
+        monkeypatch.setattr(WriteThrough, "write", write_hook)
         moved, asked = await asyncio.gather(
             turn_a(),
             as_role("B", turn(graph, user, f"{user}-b", "Any restaurant tips near me?")),

@@ -19,11 +19,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from agent.cli import main
-from agent.offline import OfflineChatModel
-from graphs.settings import SYSTEM_PROMPT_RESERVE_TOKENS, Settings, message_tokens
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import ANSWER_RESERVE_TOKENS
+from graphs.offline import OfflineChatModel
+from graphs.settings import SYSTEM_PROMPT_RESERVE_TOKENS, Settings, message_tokens
 from memory.backends import BackendConfig, aopen_backends, open_backends
 from memory.embeddings import LOCAL_MAX_CHARS, OPENAI_MAX_CHARS, LocalEmbedder, OpenAIEmbedder
 from memory.records import InvalidUserId, check_user_id

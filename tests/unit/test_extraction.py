@@ -2,7 +2,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory.extraction import CandidateMemory, coerce_extraction, extract_rules
+from graphs.offline_rules import extract_rules
+from memory.extraction import CandidateMemory, coerce_extraction
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
 

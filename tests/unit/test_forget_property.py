@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
+from graphs.offline_rules import extract_rules
 from memory.block import format_block
-from memory.extraction import Extraction, ForgetRequest, extract_rules
+from memory.extraction import Extraction, ForgetRequest
 from memory.index import ChromaIndex
 from memory.records import Source
 from memory.service import MemoryService

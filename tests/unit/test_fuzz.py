@@ -25,13 +25,14 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from agent.offline import OfflineChatModel
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import InvalidMessage
+from graphs.offline import OfflineChatModel, parse_block
+from graphs.offline_rules import extract_rules
+from graphs.settings import Settings
 from memory.backends import BackendConfig, aopen_backends, open_backends
-from memory.block import BLOCK_CLOSE, BLOCK_OPEN, format_block, parse_block
+from memory.block import BLOCK_CLOSE, BLOCK_OPEN, format_block
 from memory.extraction import (
     MAX_CANDIDATES,
     MAX_CONTENT_CHARS,
@@ -39,7 +40,6 @@ from memory.extraction import (
     Extraction,
     ForgetRequest,
     coerce_extraction,
-    extract_rules,
 )
 from memory.privacy import LABELS, find_sensitive, redact
 from memory.records import (

@@ -8,11 +8,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from agent.offline import OfflineChatModel
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import InvalidMessage
+from graphs.offline import OfflineChatModel
+from graphs.settings import Settings
 from memory.records import InvalidUserId
 from memory.service import MemoryService
 

@@ -18,13 +18,13 @@ from memory.retrieval import (
     cut_to_budget,
     dedupe,
     names_in,
-    parse_time_window,
     rank,
     recency_factor,
     relevance_floor,
     smooth_with_context,
     window_weight,
 )
+from memory.timeparse import find_window
 
 REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO / "../shared/data/locomo/locomo10_dev.json"
@@ -293,7 +293,7 @@ def _days(w: retrieval.TimeWindow) -> tuple[date, date]:
     ],
 )
 def test_english_time_windows(query: str, first: date, last: date) -> None:
-    w = parse_time_window(query, NOW)
+    w = find_window(query, NOW)
     assert w is not None and _days(w) == (first, last), w
 
 
@@ -312,7 +312,7 @@ def test_english_time_windows(query: str, first: date, last: date) -> None:
     ],
 )
 def test_chinese_time_windows(query: str, first: date, last: date) -> None:
-    w = parse_time_window(query, NOW)
+    w = find_window(query, NOW)
     assert w is not None and _days(w) == (first, last), w
 
 
@@ -320,11 +320,11 @@ def test_chinese_time_windows(query: str, first: date, last: date) -> None:
     "query", ["I may go hiking", "What do I like to eat?", "我喜欢什么", "recently"]
 )
 def test_no_time_window(query: str) -> None:
-    assert parse_time_window(query, NOW) is None
+    assert find_window(query, NOW) is None
 
 
 def test_window_weight_fades_outside() -> None:
-    w = parse_time_window("yesterday", NOW)
+    w = find_window("yesterday", NOW)
     assert w is not None
     assert window_weight(NOW - timedelta(days=1), w) == 1.0
     assert 0 < window_weight(NOW, w) < 1.0

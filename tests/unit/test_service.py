@@ -4,11 +4,12 @@ import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
+from memory.changelog import CHANGE_LOG_KEYS
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
 from memory.index import ChromaIndex
 from memory.lexical import LexicalIndexes
 from memory.records import InvalidUserId, MemoryRecord, Source
-from memory.service import CHANGE_LOG_KEYS, MemoryNotFound, MemoryService
+from memory.service import MemoryNotFound, MemoryService
 
 
 def contents(hits) -> list[str]:
@@ -201,8 +202,8 @@ def test_writes_of_another_process_are_caught_up_without_a_rescan() -> None:
     here.add("rui", "User works at Acme.", subject="work.employer")
     assert contents(here.search("rui", "Acme")) == ["User works at Acme."]
     scans: list[str] = []
-    real_scan = here._scan
-    here._scan = lambda user_id, **kw: scans.append(user_id) or real_scan(user_id, **kw)
+    real_scan = here._reader.scan
+    here._reader.scan = lambda user_id, **kw: scans.append(user_id) or real_scan(user_id, **kw)
 
     # No index: recall is by words alone, so only a caught-up snapshot can find these.
     there.add("rui", "User plays the cello every Sunday.", subject="hobby.cello")
@@ -271,7 +272,7 @@ def test_a_save_during_a_first_search_is_never_lost_from_the_snapshot() -> None:
     # writer saves and applies its write, then the reader installs its older snapshot.
     import threading
 
-    from memory.service import _pin
+    from memory.recall import pin as _pin
 
     scanned, applied, installed = threading.Event(), threading.Event(), threading.Event()
 

@@ -10,11 +10,11 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from agent.offline import OfflineChatModel
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import ANSWER_RESERVE_TOKENS
+from graphs.offline import OfflineChatModel
+from graphs.settings import Settings
 from graphs.window import ContextOverflow, build_window, pair_tools
 from graphs.window import tokens as count_tokens
 from memory.service import MemoryService

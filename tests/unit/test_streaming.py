@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, Sys
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from agent.offline import CJK_PIECE_CHARS, OfflineChatModel, pieces
 from agent.runner import open_session
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.offline import CJK_PIECE_CHARS, OfflineChatModel, pieces
+from graphs.settings import Settings
 from memory.backends import BackendConfig
 
 INTERNAL = ('"memories"', '"forget"', "Extraction", "ThreadSummary", '"goals"', '"open_items"')

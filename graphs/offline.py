@@ -1,9 +1,10 @@
 """The built-in offline chat model: deterministic, rule based, no network.
 
 It lets the whole pipeline run with no key: it answers from the memories it was given in
-the system prompt, and its structured output runs the rule-based extractor. Its answer
-streams like an LLM's: word by word (a few characters at a time for Chinese) when the
-caller streams, e.g. a graph streamed with `stream_mode="messages"` (Studio, the SDK).
+the system prompt, and its structured output runs the rule-based extractor
+(`graphs.offline_rules`). Its answer streams like an LLM's: word by word (a few characters
+at a time for Chinese) when the caller streams, e.g. a graph streamed with
+`stream_mode="messages"` (Studio, the SDK).
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
-from memory.block import parse_block
-from memory.extraction import extract_rules, has_cjk
-from memory.summary import extractive_summary
+from graphs.offline_rules import extract_rules, extractive_summary
+from memory.block import BLOCK_CLOSE, BLOCK_OPEN
+from memory.extraction import has_cjk
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
 _WORD = re.compile(r"\S+\s*|\s+")
@@ -46,6 +47,22 @@ def pieces(text: str) -> list[str]:
     if has_cjk(text):
         return [text[i : i + CJK_PIECE_CHARS] for i in range(0, len(text), CJK_PIECE_CHARS)]
     return _WORD.findall(text) or [text]
+
+
+def parse_block(text: str) -> list[str]:
+    """Return the quoted contents of the memory block in a prompt (`format_block` wrote it)."""
+    start, end = text.find(BLOCK_OPEN), text.find(BLOCK_CLOSE)
+    if start < 0 or end < 0:
+        return []
+    out = []
+    for line in text[start + len(BLOCK_OPEN) : end].splitlines():
+        line = line.strip()
+        if line.startswith("- [") and line.endswith('"') and '] "' in line:
+            try:
+                out.append(json.loads(line[line.index('] "') + 2 :]))
+            except json.JSONDecodeError:
+                continue
+    return out
 
 
 def _text(message: BaseMessage) -> str:
@@ -125,7 +142,7 @@ class OfflineChatModel(BaseChatModel):
     tools_bound: bool = False
     """Set by `bind_tools`: the model may then call `UpdateWorkingMemory`."""
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> OfflineChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Any, **kwargs: Any) -> OfflineChatModel:
         """Return a copy that states plans through `UpdateWorkingMemory` tool calls."""
         return self.model_copy(update={"tools_bound": True})
 
@@ -209,7 +226,7 @@ class OfflineChatModel(BaseChatModel):
             f'I\'ll keep that in mind for: "{question[:200]}".'
         )
 
-    def with_structured_output(  # type: ignore[override]
+    def with_structured_output(
         self, schema: Any, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[Any, Any]:
         """Return a runnable filling `Extraction` (rules) or `ThreadSummary` (extractive)."""

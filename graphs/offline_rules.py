@@ -1,0 +1,478 @@
+"""The offline model's rules: what to remember from a message, and a thread's summary.
+
+`extract_rules` fills an `Extraction` from explicit zh/en first-person statements;
+`extractive_summary` fills a `ThreadSummary` with the sentences that state goals, rules and
+decisions.
+
+Only the built-in offline model (`graphs.offline`) uses these rules; a real model fills
+the same schemas through structured output, prompted by `prompts/extract.*.md` and
+`prompts/summary.*.md`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime
+
+from memory.extraction import (
+    MAX_CANDIDATES,
+    CandidateMemory,
+    Extraction,
+    forget_requests,
+    has_cjk,
+    is_question,
+    split_sentences,
+    trim_phrase,
+)
+from memory.records import normalize_text
+from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
+from memory.timeparse import find_date
+
+_HYPOTHETICAL = re.compile(
+    r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
+)
+_TENTATIVE = re.compile(
+    r"\b(maybe|might|perhaps|probably|not sure|i think i|i guess|considering)\b"
+    r"|可能|也许|或许|大概|说不定|考虑",
+    re.I,
+)
+_JOBS_EN = (
+    r"engineer|developer|designer|teacher|doctor|nurse|student|manager|scientist|researcher|"
+    r"writer|lawyer|accountant|programmer|architect|consultant|analyst|chef|artist|founder|"
+    r"professor|journalist|photographer|musician|pilot"
+)
+_JOBS_ZH = (
+    r"工程师|程序员|设计师|老师|教师|医生|护士|学生|经理|研究员|作家|律师|会计|架构师|分析师|"
+    r"厨师|创始人|教授|记者|摄影师|产品经理|运维|测试"
+)
+
+
+def _slug(value: str) -> str:
+    return normalize_text(value)[:40] or "item"
+
+
+Rule = tuple[re.Pattern[str], Callable[[re.Match[str]], CandidateMemory | None]]
+
+
+def _cand(kind: str, subject: str, content: str, value: str | None, conf: float) -> CandidateMemory:
+    return CandidateMemory(
+        kind=kind,
+        subject=subject,
+        content=content,
+        value=value,
+        confidence=conf,
+    )
+
+
+def _like(verb: str, obj: str, zh: bool) -> CandidateMemory | None:
+    obj = trim_phrase(obj)
+    if not normalize_text(obj):
+        return None  # 'I like "".' names nothing
+    negative = verb in {
+        "hate",
+        "dislike",
+        "can't stand",
+        "don't like",
+        "do not like",
+        "不喜欢",
+        "讨厌",
+        "不爱",
+    }
+    if zh:
+        content = f"用户{'不喜欢' if negative else '喜欢'}{obj}。"
+    else:
+        content = f"User {'dislikes' if negative else 'likes'} {obj}."
+    return _cand(
+        "preference", f"likes.{_slug(obj)}", content, "dislike" if negative else "like", 0.85
+    )
+
+
+_EN_RULES: list[Rule] = [
+    (
+        re.compile(
+            r"^(?i:my name is|i'm called|i am called|call me)\s+([A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)"
+        ),
+        lambda m: _cand("fact", "profile.name", f"User's name is {m[1]}.", m[1], 0.95),
+    ),
+    (
+        re.compile(
+            r"^i(?:'m| am)?\s*(?:live|living|based|now live|currently live) in ([A-Z][\w .'-]*)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact", "profile.city", f"User lives in {trim_phrase(m[1])}.", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i (?:have |just )?moved to ([A-Z][\w .'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "profile.city", f"User lives in {trim_phrase(m[1])}.", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) from ([A-Z][\w .'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "profile.hometown", f"User is from {trim_phrase(m[1])}.", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) (?:a |an )?(vegetarian|vegan|pescatarian)\b", re.I),
+        lambda m: _cand("preference", "diet.type", f"User is {m[1].lower()}.", m[1].lower(), 0.95),
+    ),
+    (
+        re.compile(r"^i(?:'m| am) allergic to (.+)", re.I),
+        lambda m: _cand(
+            "fact",
+            f"health.allergy.{_slug(m[1])}",
+            f"User is allergic to {trim_phrase(m[1])}.",
+            trim_phrase(m[1]),
+            0.95,
+        ),
+    ),
+    (
+        re.compile(r"^i (?:don't|do not|never|can't|cannot) eat (.+)", re.I),
+        lambda m: _cand(
+            "preference",
+            f"diet.avoid.{_slug(m[1])}",
+            f"User does not eat {trim_phrase(m[1])}.",
+            trim_phrase(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(r"^i work as (?:a |an )?(.+)", re.I),
+        lambda m: _cand(
+            "fact", "work.role", f"User works as {trim_phrase(m[1])}.", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(
+            rf"^i(?:'m| am) (?:a |an )((?:[\w-]+ ){{0,3}}(?:{_JOBS_EN}))\b(?: (?:at|for) (.+))?",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact",
+            "work.role",
+            f"User is a {m[1]}" + (f" at {trim_phrase(m[2])}." if m[2] else "."),
+            trim_phrase(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(r"^i work (?:at|for) ([A-Z][\w .&'-]*)", re.I),
+        lambda m: _cand(
+            "fact", "work.company", f"User works at {trim_phrase(m[1])}.", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^(?:our|my) (?:tech )?stack is (.+)", re.I),
+        lambda m: _cand(
+            "fact",
+            "tech.stack",
+            f"User's tech stack is {trim_phrase(m[1])}.",
+            trim_phrase(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(
+            r"^(?:i|we) (?:mostly |mainly |usually )?"
+            r"(?:use|work with|code in|program in|(?:'m|am|'re|are) using) ([A-Z][\w+#. -]*)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact",
+            f"tech.stack.{_slug(m[1])}",
+            f"User uses {trim_phrase(m[1])}.",
+            trim_phrase(m[1]),
+            0.85,
+        ),
+    ),
+    (
+        re.compile(
+            r"^i (?:really |absolutely |do )?"
+            r"(don't like|do not like|hate|dislike|can't stand) (.+)",
+            re.I,
+        ),
+        lambda m: _like(m[1].lower(), m[2], zh=False),
+    ),
+    (
+        re.compile(r"^i (?:really |absolutely |do )?(like|love|enjoy|adore|prefer) (.+)", re.I),
+        lambda m: _like(m[1].lower(), m[2], zh=False),
+    ),
+]
+
+_ZH_RULES: list[Rule] = [
+    (
+        re.compile(r"^我(?:的名字)?叫([\w·]{1,12})"),
+        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
+    ),
+    (
+        re.compile(r"^我的名字是([\w·]{1,12})"),
+        lambda m: _cand("fact", "profile.name", f"用户叫{m[1]}。", m[1], 0.95),
+    ),
+    (
+        re.compile(r"^我(?:现在|目前)?住在(.+)"),
+        lambda m: _cand(
+            "fact", "profile.city", f"用户住在{trim_phrase(m[1])}。", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^我(?:已经)?搬(?:到|去)了?(.+?)(?:了|啦)?$"),
+        lambda m: _cand(
+            "fact", "profile.city", f"用户住在{trim_phrase(m[1])}。", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^我(?:现在|目前)?在(.+?)(?:工作|上班)"),
+        lambda m: _cand(
+            "fact", "work.place", f"用户在{trim_phrase(m[1])}工作。", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"^我(?:吃素|是素食(?:主义)?者?)"),
+        lambda m: _cand("preference", "diet.type", "用户吃素。", "vegetarian", 0.95),
+    ),
+    (
+        re.compile(r"^我对(.+?)过敏"),
+        lambda m: _cand(
+            "fact",
+            f"health.allergy.{_slug(m[1])}",
+            f"用户对{trim_phrase(m[1])}过敏。",
+            trim_phrase(m[1]),
+            0.95,
+        ),
+    ),
+    (
+        re.compile(r"^我(?:从来)?(?:不吃|不能吃|忌口)(.+)"),
+        lambda m: _cand(
+            "preference",
+            f"diet.avoid.{_slug(m[1])}",
+            f"用户不吃{trim_phrase(m[1])}。",
+            trim_phrase(m[1]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(rf"^我是(?:一名|一个|个|名)?(.{{0,12}}?(?:{_JOBS_ZH}))"),
+        lambda m: _cand(
+            "fact", "work.role", f"用户是{trim_phrase(m[1])}。", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(r"技术栈是(.+)"),
+        lambda m: _cand(
+            "fact", "tech.stack", f"用户的技术栈是{trim_phrase(m[1])}。", trim_phrase(m[1]), 0.9
+        ),
+    ),
+    (
+        re.compile(
+            r"^(?:我|我们)(?:主要|一般|平时|现在)?(?:用|使用|在用)([A-Za-z][A-Za-z0-9+#. ]*)"
+        ),
+        lambda m: _cand(
+            "fact",
+            f"tech.stack.{_slug(m[1])}",
+            f"用户使用{trim_phrase(m[1])}。",
+            trim_phrase(m[1]),
+            0.85,
+        ),
+    ),
+    (
+        re.compile(r"^我(?:很|非常|特别|真的)?(不喜欢|讨厌|不爱)(.+)"),
+        lambda m: _like(m[1], m[2], zh=True),
+    ),
+    (
+        re.compile(r"^我(?:很|非常|特别|最|真的)?(喜欢|爱|热爱)(.+)"),
+        lambda m: _like(m[1], m[2], zh=True),
+    ),
+]
+
+_NEGATIONS: list[re.Pattern[str]] = [
+    re.compile(r"^i (?:no longer|don't|do not|never) (.+?)(?: any ?more)?$", re.I),
+    re.compile(r"^我(?:现在|已经)?(?:不再|不)(.+?)了$"),
+    re.compile(r"^我(?:现在|已经)?不再(.+)$"),
+]
+
+_CONTACT: list[Rule] = [
+    (
+        re.compile(
+            r"^my (phone number|phone|mobile|email(?: address)?|password|card number|api key|"
+            r"id number|bank account) is (.+)",
+            re.I,
+        ),
+        lambda m: _cand(
+            "fact",
+            f"contact.{_slug(m[1])}",
+            f"User's {m[1].lower()} is {trim_phrase(m[2])}.",
+            trim_phrase(m[2]),
+            0.9,
+        ),
+    ),
+    (
+        re.compile(r"^我的(手机号码?|电话(?:号码)?|邮箱|密码|银行卡号|身份证号(?:码)?|账号)是(.+)"),
+        lambda m: _cand(
+            "fact",
+            f"contact.{_slug(m[1])}",
+            f"用户的{m[1]}是{trim_phrase(m[2])}。",
+            trim_phrase(m[2]),
+            0.9,
+        ),
+    ),
+]
+
+
+def _third_person(verb: str) -> str:
+    low = verb.lower()
+    irregular = {"have": "has", "do": "does", "go": "goes", "be": "is"}
+    if low in irregular:
+        return irregular[low]
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _negation(clause: str) -> CandidateMemory | None:
+    zh = has_cjk(clause)
+    for pat in _NEGATIONS:
+        m = pat.match(clause)
+        if not m:
+            continue
+        if zh:
+            phrase = trim_phrase(m[1])
+            content = f"用户现在不{phrase}了。"
+        else:
+            if not re.search(r"\bno longer\b|any ?more$", clause, re.I):
+                return None  # "I don't eat pork" is a plain preference, not a change
+            phrase = trim_phrase(m[1])
+            verb, _, rest = phrase.partition(" ")
+            content = f"User no longer {_third_person(verb)} {rest}".strip() + "."
+        return CandidateMemory(
+            kind="preference",
+            subject=f"habit.{_slug(phrase)}",
+            content=content,
+            value="no",
+            confidence=0.9,
+            replaces=phrase,
+        )
+    return None
+
+
+_PLAN = re.compile(
+    r"^(?:i|we)\b|^(?:i'm|i am|we're|we are|my|our)\b|^(?:我|我们|咱们)|(?:我|我们|咱们)", re.I
+)
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts = re.split(
+        r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
+    )
+    return [p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")]
+
+
+def _event(clause: str, now: datetime) -> CandidateMemory | None:
+    mention = find_date(clause, now)
+    if mention is None or not _PLAN.search(clause):
+        return None
+    if mention.day < now.date() or (mention.end and (mention.end - mention.day).days > 7):
+        return None  # history, or a month or a year (no day to remind of): other rules apply
+    iso = mention.day.isoformat()
+    zh = has_cjk(clause)
+    content = f"{trim_phrase(clause)}（{iso}）" if zh else f"{trim_phrase(clause)} ({iso})."
+    topic = _slug(clause.replace(mention.text, ""))[:24]
+    return CandidateMemory(
+        kind="event",
+        subject=f"event.{topic}",
+        content=content,
+        value=iso,
+        confidence=0.9,
+        event_date=iso,
+    )
+
+
+def extract_rules(text: str, now: datetime) -> Extraction:
+    """Extract explicit first-person statements from one user message.
+
+    Questions, hypotheticals, tentative remarks and other people's preferences yield
+    nothing: each rule is anchored on the speaker ("I ...", "我...").
+
+    Args:
+        text: The user's message.
+        now: When it was said; relative dates resolve against it.
+
+    """
+    out = Extraction()
+    for sentence in split_sentences(text):
+        asked = forget_requests(sentence)
+        if asked:
+            out.forget.extend(asked)
+            continue
+        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
+            continue
+        for clause in _clauses(sentence):
+            rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
+            cand = None
+            if find_date(clause, now) is not None:
+                cand = _event(clause, now)
+            if cand is None:
+                cand = _negation(clause)
+            if cand is None:
+                for pat, build in _CONTACT + rules:
+                    m = pat.search(clause)
+                    if m:
+                        cand = build(m)
+                        break
+            if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
+                cand = None  # the pattern matched, but the value it names is empty
+            if cand is not None and len(out.memories) < MAX_CANDIDATES:
+                out.memories.append(cand)
+    return out
+
+
+# --- the extractive thread summary ----------------------------------------------------------
+
+_CONSTRAINT = re.compile(
+    r"\b(don't|do not|never|always|must|must not|only|avoid|no more than|at most|at least)\b"
+    r"|不要|别|不能|不许|禁止|必须|一定要|只能|务必|千万",
+    re.I,
+)
+_GOAL = re.compile(
+    r"\b(i want|i need|my goal|i'm trying|i am trying|help me|i'd like|we need|we want)\b"
+    r"|我想|我要|我需要|目标|帮我|我们需要|打算",
+    re.I,
+)
+_DECISION = re.compile(
+    r"\b(let's|we decided|i decided|decided|go with|we'll use|i'll use|settled on)\b"
+    r"|决定|就用|定了|选择了|确定",
+    re.I,
+)
+_OPEN = re.compile(
+    r"\b(todo|to do|later|pending|not yet|still need|tbd)\b|待办|还没|稍后|回头|待定", re.I
+)
+
+
+def _summary_sentences(text: str) -> list[str]:
+    parts = re.split(r"(?<=[.!?。！？；;\n])\s*", text)
+    return [" ".join(p.split())[:MAX_ITEM_CHARS] for p in parts if p.strip()]
+
+
+def extractive_summary(user_texts: Iterable[str], previous: ThreadSummary | None) -> ThreadSummary:
+    """Summarize user messages by keeping the sentences that state goals, rules and decisions.
+
+    Deterministic, so the offline model can summarize with no LLM. The previous summary
+    is carried forward: older constraints are never dropped for newer small talk.
+    """
+    out = previous.model_copy(deep=True) if previous else ThreadSummary()
+    for text in user_texts:
+        for sentence in _summary_sentences(text):
+            if _CONSTRAINT.search(sentence):
+                add_item(out.constraints, sentence)
+            elif _DECISION.search(sentence):
+                add_item(out.decisions, sentence)
+            elif _GOAL.search(sentence):
+                add_item(out.goals, sentence)
+            elif _OPEN.search(sentence):
+                add_item(out.open_items, sentence)
+    return out

@@ -1,0 +1,181 @@
+"""Per-user write locks: one lock per user among threads, and among processes on Postgres.
+
+Two turns of one user in parallel (two threads, or a recall count landing during a save)
+would otherwise read the same records, and the last write would undo the other. Threads of
+a process wait on a lock of the process; on Postgres, processes also wait on an advisory
+lock of the database (`PostgresWriterLocks`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+WRITER_LOCK_TIMEOUT = 30.0
+
+
+class WriterLockTimeout(RuntimeError):
+    """Another process kept a user's memories locked for too long."""
+
+
+class PostgresWriterLocks:
+    """Per-user write locks shared by every process on one Postgres database.
+
+    Two server workers (or a worker and the CLI) saving the same user at the same moment
+    would each reconcile against the store as it was before the other's write, and store a
+    duplicate or undo a supersede. A Postgres advisory lock per user serializes them.
+
+    One connection per process, used only for these locks; a lock is taken with
+    `pg_try_advisory_lock` and retried, so waiting for one user never holds the connection
+    from the others. Within a process the caller serializes threads of one user itself.
+    """
+
+    def __init__(self, conninfo: str, *, timeout: float = WRITER_LOCK_TIMEOUT) -> None:
+        """Create the lock set; the connection is opened on first use.
+
+        Args:
+            conninfo: The database's connection string.
+            timeout: Seconds to wait for a lock before `WriterLockTimeout`.
+        """
+        self.conninfo = conninfo
+        self.timeout = timeout
+        self._conn: Any = None
+        self._mutex = threading.Lock()
+
+    @staticmethod
+    def key(user_id: str) -> int:
+        """Return the advisory-lock key of a user (a signed 64-bit hash of the id)."""
+        digest = hashlib.sha256(f"memory-agent:{user_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def _query(self, sql: str, key: int) -> bool:
+        import psycopg
+
+        with self._mutex:
+            for attempt in (1, 2):
+                try:
+                    if self._conn is None or self._conn.closed:
+                        self._conn = psycopg.connect(
+                            self.conninfo, autocommit=True, connect_timeout=5
+                        )
+                    row = self._conn.execute(sql, (key,)).fetchone()
+                    return bool(row[0])
+                except psycopg.OperationalError:
+                    # A restarted server dropped the session (and every lock it held).
+                    self._conn = None
+                    if attempt == 2:
+                        raise
+            return False
+
+    @contextmanager
+    def hold(self, user_id: str) -> Iterator[None]:
+        """Hold the write lock of a user.
+
+        Raises:
+            WriterLockTimeout: If another process holds it for longer than `timeout`.
+        """
+        key = self.key(user_id)
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while not self._query("SELECT pg_try_advisory_lock(%s)", key):
+            if time.monotonic() > deadline:
+                raise WriterLockTimeout(
+                    f"another process has held the memories of user {user_id!r} for more "
+                    f"than {self.timeout:.0f}s; nothing was written"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        try:
+            yield
+        finally:
+            try:
+                self._query("SELECT pg_advisory_unlock(%s)", key)
+            except Exception as exc:  # the session is gone, and its locks with it
+                log.warning("could not release the writer lock of %r: %s", user_id, exc)
+
+    def close(self) -> None:
+        """Close the lock connection (locks still held are released by Postgres)."""
+        with self._mutex:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def postgres_conninfo(store: Any) -> str | None:
+    """Return the connection string of a Postgres store (sync or async, on a pool), else None.
+
+    Other stores need no lock across processes: in-memory stores live in one process, and
+    the embedded SQLite default is meant for one process at a time (see the README).
+    """
+    if not type(store).__module__.startswith("langgraph.store.postgres"):
+        return None
+    conninfo = getattr(getattr(store, "conn", None), "conninfo", None)
+    return conninfo if isinstance(conninfo, str) and conninfo else None
+
+
+class UserLocks:
+    """The write locks of one store's users: among threads, and on Postgres among processes.
+
+    Get one with `UserLocks.of(store)`: every service on a store must wait on the same
+    locks. A second service on the same store in one process (another agent's, the CLI's
+    beside a graph's) would otherwise reconcile against records the first is rewriting:
+    the change log keeps its lexical snapshots right, but cannot make writes wait.
+    """
+
+    def __init__(self, conninfo: str | None = None) -> None:
+        """Create the locks; `conninfo` names the Postgres database to lock across processes."""
+        self.shared = PostgresWriterLocks(conninfo) if conninfo else None
+        self._locks: dict[str, threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    @classmethod
+    def of(cls, store: Any) -> UserLocks:
+        """Return the locks of a store, the same for every caller in this process.
+
+        Stores on one Postgres database share one set: they share one advisory-lock
+        session too, whose locks do not exclude each other.
+        """
+        conninfo = postgres_conninfo(store)
+        with _REGISTRY_GUARD:
+            if conninfo is not None:
+                if conninfo not in _BY_DATABASE:
+                    _BY_DATABASE[conninfo] = cls(conninfo)
+                return _BY_DATABASE[conninfo]
+            try:
+                return _BY_STORE.setdefault(store, cls())
+            except TypeError:  # a store that cannot be weakly referenced keeps its own
+                return cls()
+
+    def local(self, user_id: str) -> threading.RLock:
+        """Return the lock of a user among the threads of this process (re-entrant)."""
+        with self._guard:
+            return self._locks.setdefault(user_id, threading.RLock())
+
+    @contextmanager
+    def hold(self, user_id: str) -> Iterator[None]:
+        """Hold a user's write lock: this process's first, then the database's (Postgres).
+
+        Raises:
+            WriterLockTimeout: If another process holds the user for too long.
+        """
+        with self.local(user_id):
+            if self.shared is None:
+                yield
+            else:
+                with self.shared.hold(user_id):
+                    yield
+
+
+# The one registry left in a process: locks must be shared by every service on a store (see
+# `UserLocks`), while lexical snapshots live on each service and the change log syncs them.
+_BY_STORE: weakref.WeakKeyDictionary[Any, UserLocks] = weakref.WeakKeyDictionary()
+_BY_DATABASE: dict[str, UserLocks] = {}
+_REGISTRY_GUARD = threading.Lock()
