@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from graphs.models import OFFLINE_NOTICE
 from agent.runner import Session, open_session
+from graphs.models import OFFLINE_NOTICE
 from graphs.settings import Settings
 
 # (user, thread, message, what to point out)

@@ -130,8 +130,8 @@ def service_delete_user(home: str, user: str) -> None:
 
 async def graph_run(home: str, user: str, thread: str, fault: str) -> None:
     from agent.runner import open_session
-    from graphs.settings import Settings
     from graphs.nodes import MemoryNodes
+    from graphs.settings import Settings
     from memory.backends import BackendConfig
     from memory.index import ChromaIndex
 

@@ -22,9 +22,9 @@ from fakes import ThreadFakeModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.runner import Session, open_session
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.settings import Settings
 from memory.backends import BackendConfig
 
 pytestmark = pytest.mark.integration

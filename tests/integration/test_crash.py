@@ -26,8 +26,8 @@ from conftest import offline_env
 from langchain_core.messages import AIMessage, HumanMessage
 
 from agent.runner import Session, open_session
-from graphs.settings import Settings
 from graphs.context import Context
+from graphs.settings import Settings
 from memory.backends import BackendConfig, open_backends
 from memory.records import MemoryRecord, utcnow
 from memory.service import MemoryNotFound, MemoryService

@@ -32,8 +32,8 @@ from openai_stub import (  # noqa: E402
 )
 
 from agent.runner import open_session  # noqa: E402
-from graphs.settings import Settings  # noqa: E402
 from graphs.context import Context  # noqa: E402
+from graphs.settings import Settings  # noqa: E402
 from memory.backends import BackendConfig  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
 

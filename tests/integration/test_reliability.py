@@ -28,9 +28,9 @@ from langchain_core.messages import HumanMessage
 from psycopg.conninfo import make_conninfo
 
 from agent.runner import Session, open_session
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.settings import Settings
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends
 from memory.indexing import WriteThrough
 from memory.reads import StoreReader

@@ -10,9 +10,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.settings import Settings
 from memory.service import MemoryService
 
 

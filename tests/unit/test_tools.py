@@ -8,9 +8,9 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from graphs.settings import Settings
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.settings import Settings
 from graphs.tools import TOOLS
 
 

@@ -12,8 +12,8 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
-from graphs.settings import Settings
 from graphs.context import Context
+from graphs.settings import Settings
 from graphs.two_agents import AFTER_SALES, PRE_SALES, build_graph
 from memory.access import AccessPolicy
 from memory.service import MemoryService
