@@ -334,9 +334,10 @@ def test_setup_indexes_the_lookups_a_save_makes(pg_url: str, tmp_path: Path) -> 
         conn.execute("SET enable_seqscan = off")
         for field, index in (("subject", "memory_agent_subject_hash_idx"),
                              ("content", "memory_agent_content_idx")):  # fmt: skip
+            # No prefix condition: with one, the planner may rightly prefer the prefix
+            # index on a small table, which says nothing about ours.
             rows = conn.execute(
-                "EXPLAIN SELECT key FROM store WHERE prefix LIKE 'memories.u.fact%%'"
-                f" AND value->'{field}' = '\"x\"'::jsonb"
+                f"EXPLAIN SELECT key FROM store WHERE value->'{field}' = '\"x\"'::jsonb"
             ).fetchall()
             assert index in " ".join(str(r[0]) for r in rows)
 
