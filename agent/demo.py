@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 from agent.runner import Session, open_session
 from graphs.models import OFFLINE_NOTICE
@@ -87,7 +88,7 @@ async def run_demo(settings: Settings, *, home: str | None = None) -> None:
     print(f"\ndemo finished in {time.perf_counter() - started:.1f}s")
 
 
-def _print_recalled(recalled: list[dict]) -> None:
+def _print_recalled(recalled: list[dict[str, Any]]) -> None:
     if not recalled:
         print("   recalled:  (nothing yet)")
         return

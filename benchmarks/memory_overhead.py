@@ -258,9 +258,9 @@ PARTS = (
 
 def candidate_depth(k: int) -> int:
     """How many candidates the service asks each index for, at the measured version."""
-    import memory.service as service_module
+    from memory.recall import CANDIDATES
 
-    return int(getattr(service_module, "CANDIDATES", k * 3 + 10))
+    return max(CANDIDATES, k)
 
 
 def search_once(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from typing import Any
 
-from memory.records import check_user_id
+from memory.records import InvalidUserId, UserId, check_user_id
 
 
 @dataclass(kw_only=True)
@@ -16,7 +18,11 @@ class Context:
     """
 
     user_id: str = ""
-    """Whose memories are read and written. Required; letters, digits, `_-@+:`."""
+    """Whose memories are read and written. Required; letters, digits, `_-@+:`.
+
+    A valid id is checked once, here, and kept as a `UserId`: the nodes and the memory
+    service then take it as it is.
+    """
 
     agent_id: str | None = None
     """Which agent writes; defaults to the `MEMORY_AGENT_ID` setting."""
@@ -27,8 +33,15 @@ class Context:
     recall_k: int | None = None
     """How many memories to recall into the prompt; defaults to settings."""
 
+    def __post_init__(self) -> None:
+        # An invalid id is left as given: the first node reports it through `user_of`,
+        # where the error names the run, instead of failing when LangGraph builds the
+        # context.
+        with contextlib.suppress(InvalidUserId):
+            self.user_id = check_user_id(self.user_id)
 
-def user_of(context: Context | dict | None) -> str:
+
+def user_of(context: Context | dict[str, Any] | None) -> UserId:
     """Return the validated user id of a run.
 
     Raises:

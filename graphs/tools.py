@@ -70,7 +70,9 @@ TOOLS: list[BaseTool] = [update_working_memory]
 """The tools the chat model gets by default."""
 
 
-def apply_working_memory(current: dict[str, Any] | None, args: dict[str, Any]) -> dict | None:
+def apply_working_memory(
+    current: dict[str, Any] | None, args: dict[str, Any]
+) -> dict[str, Any] | None:
     """Return working memory after an `UpdateWorkingMemory` call; None once finished."""
     update = UpdateWorkingMemory.model_validate(args)
     if update.finished:

@@ -1,0 +1,51 @@
+"""Long-term memory for LangGraph agents: a store of record plus a Chroma index.
+
+What an app needs to use the memory service without the graph.
+
+Example:
+    ```python
+    from memory import BackendConfig, MemoryService, open_backends
+
+    with open_backends(BackendConfig(home=".memory-agent")) as backends:
+        service = MemoryService(backends.store, backends.index)
+        service.add("alice", "User is allergic to peanuts.", subject="health.allergy")
+        for hit in service.search("alice", "what can't I eat?"):
+            print(round(hit.score, 2), hit.why, hit.record.content)
+    ```
+"""
+
+from memory.access import AccessDenied, AccessPolicy, PolicyError
+from memory.backends import (
+    BackendConfig,
+    Backends,
+    BackendUnavailable,
+    aopen_backends,
+    open_backends,
+)
+from memory.index import ChromaIndex, IndexUnavailable
+from memory.locks import WriterLockTimeout
+from memory.reads import MemoryNotFound
+from memory.recall import Recalled
+from memory.records import InvalidUserId, MemoryRecord, UserId, check_user_id
+from memory.service import MemoryService
+
+__all__ = [
+    "AccessDenied",
+    "AccessPolicy",
+    "BackendConfig",
+    "BackendUnavailable",
+    "Backends",
+    "ChromaIndex",
+    "IndexUnavailable",
+    "InvalidUserId",
+    "MemoryNotFound",
+    "MemoryRecord",
+    "MemoryService",
+    "PolicyError",
+    "Recalled",
+    "UserId",
+    "WriterLockTimeout",
+    "aopen_backends",
+    "check_user_id",
+    "open_backends",
+]

@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore, PutOp
 
 from memory import retrieval
 from memory.changelog import LexicalSnapshots
+from memory.embeddings import embed_queries
 from memory.index import ChromaIndex, IndexUnavailable
 from memory.lexical import UserIndex
 from memory.lifecycle import Policy
@@ -99,7 +100,7 @@ class Recall:
         dense: list[tuple[str, float]] = []
         if self.index is not None and query.strip():
             try:
-                vector = self.index.embedder.embed([query])[0]
+                vector = embed_queries(self.index.embedder, [query])[0]
                 hits = self.index.query(user_id, vector, CANDIDATES)
                 dense = [(h.id, h.similarity) for h in hits]
                 missing = [(h.kind, h.id) for h in hits if h.id not in records]

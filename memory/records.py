@@ -5,6 +5,7 @@ The helpers below are the only place a store namespace is built.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -155,6 +156,11 @@ def check_user_id(user_id: object) -> UserId:
     """
     if isinstance(user_id, UserId):
         return user_id
+    return _validate_user_id(user_id)
+
+
+def _validate_user_id(user_id: object) -> UserId:
+    """Do the checks `check_user_id` documents; the one place a `UserId` is made."""
     if not isinstance(user_id, str) or not user_id.strip():
         raise InvalidUserId(
             "user_id is empty: pass the user through the run context, e.g. "
@@ -216,8 +222,13 @@ def changes_namespace(user_id: str) -> tuple[str, str]:
     return (CHANGES_ROOT, check_user_id(user_id))
 
 
+@functools.lru_cache(maxsize=4096)
 def user_key(user_id: str) -> str:
-    """Return a short stable hash of a user id, safe for index collection names."""
+    """Return a short stable hash of a user id, safe for index collection names.
+
+    Cached: records carry their owner as a plain `str`, and every index call on them
+    would otherwise check the id again.
+    """
     return hashlib.sha256(check_user_id(user_id).encode()).hexdigest()[:24]
 
 

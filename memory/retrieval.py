@@ -1,11 +1,11 @@
 """Hybrid ranking of recalled memories: pure functions, no I/O.
 
-Interface (what `MemoryService.search` calls)
+Interface (what `memory.recall.Recall.search` calls)
 ----------------------------------------------
 ::
 
     from memory import retrieval
-    snap = self._lexical(user_id, now)                 # memory.lexical.UserIndex
+    snap = self.snapshots.current(user_id, now)        # memory.lexical.UserIndex
     records = snap.records                             # {id: record}, recallable ones
     lexical = snap.bm25.search(query, 200)             # [(id, bm25 score)], best first
     dense = [(h.id, h.similarity) for h in self.index.query(user_id, vector, 200)]

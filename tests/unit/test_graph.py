@@ -146,3 +146,41 @@ def test_exported_graph_has_no_persistence_and_the_four_nodes() -> None:
 
     assert graph.checkpointer is None and graph.store is None
     assert {"load_memory", "chat", "extract", "save"} <= set(graph.get_graph().nodes)
+
+
+@pytest.mark.parametrize("as_dict", [False, True])
+async def test_a_turn_checks_the_user_once_and_builds_no_service(
+    parts, monkeypatch: pytest.MonkeyPatch, as_dict: bool
+) -> None:
+    import memory.records as records
+
+    saver, store, index = parts
+    food = dict(
+        CITY, kind="preference", subject="food", content="User likes fish soup.", value="fish"
+    )
+    model = scripted("Hi.", extraction_call([CITY]), "Noted.", extraction_call([food]))
+    graph = build_graph(saver, store, settings=Settings(), model=model, index=index)
+    await run(graph, "alice", "t1", "I live in Oslo.")  # the first turn opens the service
+
+    checks: list[object] = []
+    built: list[object] = []
+    real_validate, real_init = records._validate_user_id, MemoryService.__init__
+
+    def counting_validate(user_id: object) -> records.UserId:
+        checks.append(user_id)
+        return real_validate(user_id)
+
+    def counting_init(self: MemoryService, *args: object, **kwargs: object) -> None:
+        built.append(self)
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(records, "_validate_user_id", counting_validate)
+    monkeypatch.setattr(MemoryService, "__init__", counting_init)
+    context: object = {"user_id": "alice"} if as_dict else Context(user_id="alice")
+    out = await graph.ainvoke(
+        {"messages": [HumanMessage("I like fish soup.")]}, cfg("t2"), context=context
+    )
+    assert out["saved"] == ["added: [preference food] User likes fish soup."]
+    assert [r["content"] for r in out["recalled"]] == ["User lives in Oslo."]
+    assert 1 <= len(checks) <= 2, checks
+    assert built == []
