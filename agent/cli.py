@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from agent import __version__
-from graphs.nodes import InvalidMessage, check_message
+from graphs.messages import InvalidMessage, check_message
 from graphs.settings import Settings, open_service
 from memory.access import AccessDenied
 from memory.backends import Backends, BackendUnavailable, open_backends

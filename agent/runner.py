@@ -22,7 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from graphs.context import Context
 from graphs.memory_agent import build_graph
-from graphs.nodes import pending_messages
+from graphs.messages import pending_messages
 from graphs.settings import Settings, open_service
 from graphs.state import InputState, State
 from memory.backends import Backends, aopen_backends, aprune_history

@@ -17,7 +17,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
-    AnyMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -30,6 +29,16 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graphs.context import Context, user_of
+from graphs.messages import (
+    InvalidMessage,
+    check_message,
+    one_line,
+    pending_after,
+    summarized_ids,
+    text_of,
+    tool_rounds,
+    user_messages,
+)
 from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.tools import TOOLS, render_working_memory
@@ -37,7 +46,6 @@ from graphs.window import (
     ANSWER_RESERVE_TOKENS,
     ContextOverflow,
     build_window,
-    message_room,
     tokens,
 )
 from graphs.window import _turns as _split_turns
@@ -85,10 +93,6 @@ LATEST_STATEMENTS = 3
 FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
 
 
-class InvalidMessage(ValueError):
-    """The user message cannot be processed (empty or too long)."""
-
-
 @dataclass(frozen=True)
 class AgentDeps:
     """What the nodes need from the application.
@@ -106,52 +110,6 @@ class AgentDeps:
     chat_model: Callable[[str | None], BaseChatModel]
     index: Callable[[], ChromaIndex | None]
     tools: Sequence[BaseTool] = tuple(TOOLS)
-
-
-def check_message(text: str, max_chars: int, context_tokens: int | None = None) -> str:
-    """Validate a user message.
-
-    Args:
-        text: The message.
-        max_chars: Longest message accepted, in characters.
-        context_tokens: The chat budget; the message must fit it with the answer reserve
-            (Chinese costs about three times the tokens of English per character, so a
-            character limit alone cannot promise this).
-
-    Raises:
-        InvalidMessage: If it is empty, longer than `max_chars`, or too many tokens.
-
-    """
-    if not text or not text.strip():
-        raise InvalidMessage("the message is empty: say something to the agent")
-    if len(text) > max_chars:
-        raise InvalidMessage(
-            f"the message is {len(text):,} characters; the limit is {max_chars:,} "
-            "(MEMORY_AGENT_MAX_MESSAGE_CHARS). Split it or attach it as a file."
-        )
-    if context_tokens is not None:
-        room, used = message_room(context_tokens), tokens([HumanMessage(text)])
-        if used > room:
-            raise InvalidMessage(
-                f"the message is about {used:,} tokens; {room:,} fit the context budget "
-                "(MEMORY_AGENT_CONTEXT_TOKENS). Split it or raise the budget."
-            )
-    return text
-
-
-def _text(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in message.content]
-    return " ".join(parts)
-
-
-def _one_line(message: BaseMessage) -> str:
-    return " ".join(_text(message).split())
-
-
-def _humans(messages: list[AnyMessage]) -> list[HumanMessage]:
-    return [m for m in messages if isinstance(m, HumanMessage)]
 
 
 def _turn_time(state: State) -> datetime:
@@ -194,16 +152,16 @@ class MemoryNodes:
     async def load_memory(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Recall the user's memories relevant to the latest message into the state."""
         user = user_of(runtime.context)
-        humans = _humans(state.get("messages", []))
+        humans = user_messages(state.get("messages", []))
         if not humans:
             raise InvalidMessage("the turn has no user message")
         check_message(
-            _text(humans[-1]),
+            text_of(humans[-1]),
             self.deps.settings.max_message_chars,
             self.deps.settings.context_tokens,
         )
-        recent = [_text(m)[:500] for m in humans[-QUERY_CONTEXT_MESSAGES:-1]]
-        query = "\n".join([*recent, _text(humans[-1])])
+        recent = [text_of(m)[:500] for m in humans[-QUERY_CONTEXT_MESSAGES:-1]]
+        query = "\n".join([*recent, text_of(humans[-1])])
         ctx = runtime.context
         k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.settings.recall_k
         now = _turn_time(state)
@@ -253,9 +211,9 @@ class MemoryNodes:
         here); after `MAX_TOOL_ROUNDS` rounds in one turn it is asked without tools.
         """
         messages = list(state.get("messages", []))
-        humans = _humans(messages)
-        lang = "zh" if humans and has_cjk(_text(humans[-1])) else "en"
-        skip = _summarized_ids(messages, state.get("summary_through"))
+        humans = user_messages(messages)
+        lang = "zh" if humans and has_cjk(text_of(humans[-1])) else "en"
+        skip = summarized_ids(messages, state.get("summary_through"))
         system = self._system(state, lang, state.get("working"))
         budget = self.deps.settings.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
         if budget <= 0:
@@ -265,7 +223,7 @@ class MemoryNodes:
             )
         window = build_window(messages, skip, budget)
         model = await self._model(runtime)
-        rounds = _tool_rounds(messages)
+        rounds = tool_rounds(messages)
         runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.deps.tools)
         reply = await runnable.ainvoke([system, *window])
         if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
@@ -323,19 +281,19 @@ class MemoryNodes:
         If summarizing fails, the raw history is kept and the turn still succeeds.
         """
         messages = state.get("messages", [])
-        skip = _summarized_ids(messages, state.get("summary_through"))
+        skip = summarized_ids(messages, state.get("summary_through"))
         turns = _split_turns([m for m in messages if m.id not in skip])
         older = [m for turn in turns[:-KEEP_RECENT_TURNS] for m in turn]
         if not older:
             return {}
         previous = ThreadSummary.model_validate(state["summary"]) if state.get("summary") else None
         transcript = "\n".join(
-            f"{'user' if isinstance(m, HumanMessage) else 'assistant'}: {_one_line(m)}"
+            f"{'user' if isinstance(m, HumanMessage) else 'assistant'}: {one_line(m)}"
             for m in older
             if isinstance(m, HumanMessage | AIMessage)
-            and _text(m).strip()
-            and not (isinstance(m, HumanMessage) and asks_to_forget(_text(m)))
-            and len(_text(m)) <= self.deps.settings.max_message_chars
+            and text_of(m).strip()
+            and not (isinstance(m, HumanMessage) and asks_to_forget(text_of(m)))
+            and len(text_of(m)) <= self.deps.settings.max_message_chars
         )
         lang = "zh" if has_cjk(transcript) else "en"
         try:
@@ -397,7 +355,7 @@ class MemoryNodes:
     def needs_summary(self, state: State) -> str:
         """Route after save: summarize when the unsummarized thread passes the threshold."""
         messages = state.get("messages", [])
-        skip = _summarized_ids(messages, state.get("summary_through"))
+        skip = summarized_ids(messages, state.get("summary_through"))
         live = [m for m in messages if m.id not in skip]
         return "summarize" if tokens(live) > self.deps.settings.summary_tokens else END
 
@@ -414,15 +372,15 @@ class MemoryNodes:
             # A flush run starts here, not at load_memory: the thread must be this user's.
             await service.aremember_thread(user, thread_id)
         messages = state.get("messages", [])
-        pending = _pending(
+        pending = pending_after(
             messages, state.get("extracted_through"), self.deps.settings.max_message_chars
         )
         if not pending:
             return {"extraction": Extraction().model_dump()}
         exchange: list[BaseMessage] = list(pending)
         if messages and isinstance(messages[-1], AIMessage) and messages[-1].name != "memory":
-            exchange.append(AIMessage(_text(messages[-1])))
-        lang = "zh" if has_cjk(_text(pending[-1])) else "en"
+            exchange.append(AIMessage(text_of(messages[-1])))
+        lang = "zh" if has_cjk(text_of(pending[-1])) else "en"
         # What is already remembered on these subjects: a real model then reuses the subject
         # (or names the id) of what a new statement changes, and reconcile can supersede it.
         # A turn reuses what load_memory recalled for this very message; a flush (several
@@ -430,7 +388,7 @@ class MemoryNodes:
         recalled = state.get("recalled")
         related: list[dict[str, Any]] = recalled or []
         if state.get("flush") or recalled is None or not all("subject" in r for r in related):
-            said = "\n".join(_text(m)[:500] for m in pending)
+            said = "\n".join(text_of(m)[:500] for m in pending)
             found = await service.asearch(user, said, RELATED_MEMORIES)
             related = [
                 {"id": r.record.id, "kind": r.record.kind, "subject": r.record.subject,
@@ -469,8 +427,8 @@ class MemoryNodes:
         extraction = coerce_extraction(state.get("extraction") or {})
         thread_id = _thread_id() or None
         messages = state.get("messages", [])
-        humans = _humans(messages)
-        pending = _pending(
+        humans = user_messages(messages)
+        pending = pending_after(
             messages, state.get("extracted_through"), self.deps.settings.max_message_chars
         )
         source = Source(
@@ -489,7 +447,7 @@ class MemoryNodes:
             earlier = [
                 m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"
             ]
-            context = _text(earlier[-1]) if earlier else ""
+            context = text_of(earlier[-1]) if earlier else ""
             before = [m for m in humans if m.id and m.id not in {p.id for p in pending[-1:]}]
             latest = [m.id for m in reversed(before) if m.id][:LATEST_STATEMENTS]
             changes = await service.asave(user, extraction, source, context=context, latest=latest)
@@ -509,12 +467,12 @@ class MemoryNodes:
         if withheld:
             # Tell the user, in the thread, what was deliberately not remembered.
             kinds = [k for note in withheld for k in note.split(",")]
-            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            zh = bool(humans) and has_cjk(text_of(humans[-1]))
             update["messages"] = [AIMessage(describe_withheld(kinds, zh), name="memory")]
         refused = [c.note for c in changes if c.action == "refused"]
         if refused:
             # Tell the user, in the thread, what this agent may not remember, and why.
-            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            zh = bool(humans) and has_cjk(text_of(humans[-1]))
             note = AIMessage(describe_refused(refused, zh), name="memory")
             update["messages"] = [*update.get("messages", []), note]
         asked = [forget_phrase(r)[0] for r in extraction.forget if not is_deictic(r.query)]
@@ -523,7 +481,7 @@ class MemoryNodes:
         update["messages"] = [*cleaned.pop("messages", []), *update.get("messages", [])]
         update.update(cleaned)
         if any(c.action in ("forgotten", "unmatched") for c in changes):
-            zh = bool(humans) and has_cjk(_text(humans[-1]))
+            zh = bool(humans) and has_cjk(text_of(humans[-1]))
             remembered = []
             if any(c.action == "unmatched" for c in changes):
                 remembered = [r.content for r in (await service.alist(user))[:5]]
@@ -554,14 +512,14 @@ class MemoryNodes:
         phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)]
         phrases = [p for p in phrases + (asked if forgotten else []) if p]
         out: dict[str, Any] = {"messages": []}
-        zh = bool(pending) and has_cjk(_text(pending[-1]))
+        zh = bool(pending) and has_cjk(text_of(pending[-1]))
         start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)
         for i, m in enumerate(messages):
             if not isinstance(m, HumanMessage | AIMessage) or not m.id:
                 continue
             if isinstance(m, AIMessage) and m.tool_calls:
                 continue
-            text = _text(m)
+            text = text_of(m)
             if m.id in said_in or any(states(text, p) for p in phrases):
                 out["messages"].append(m.model_copy(update={"content": FORGOTTEN_TEXT[zh]}))
             elif i >= start and self.deps.settings.policy.redact_thread and find_sensitive(text):
@@ -604,42 +562,8 @@ def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:
     words are not kept as context: in a chat they are mostly the agent's own paraphrase,
     and as search text they bring back unrelated turns.
     """
-    keep = [t for t in turns if not is_question(_text(t)) and not asks_to_forget(_text(t))]
-    return [(t.id or "", _text(t), "") for t in keep]
-
-
-def pending_messages(state: State | dict[str, Any]) -> list[HumanMessage]:
-    """Return the user messages of a thread's state that no extraction has seen yet."""
-    return _pending(state.get("messages", []), state.get("extracted_through"))
-
-
-def _pending(
-    messages: list[AnyMessage], through: str | None, max_chars: int | None = None
-) -> list[HumanMessage]:
-    """Return the user messages after `through` (all of them if it is unknown).
-
-    Messages that were refused (empty, or longer than `max_chars`) stay in the thread, as
-    everything does, but are never extracted from.
-    """
-    humans = _humans(messages)
-    ids = [m.id for m in humans]
-    if through and through in ids:
-        humans = humans[ids.index(through) + 1 :]
-    limit = max_chars or 10**9
-    return [m for m in humans if _text(m).strip() and len(_text(m)) <= limit]
-
-
-def _summarized_ids(messages: list[AnyMessage], through: str | None) -> set[str]:
-    """Return the ids of messages up to and including `through`."""
-    if not through:
-        return set()
-    ids: set[str] = set()
-    for m in messages:
-        if m.id:
-            ids.add(m.id)
-        if m.id == through:
-            return ids
-    return set()  # the covered message is gone (e.g. state edited): send everything
+    keep = [t for t in turns if not is_question(text_of(t)) and not asks_to_forget(text_of(t))]
+    return [(t.id or "", text_of(t), "") for t in keep]
 
 
 def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
@@ -647,17 +571,6 @@ def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
         return model.bind_tools(list(tools))
     except NotImplementedError:
         return model  # a model without tool calling still answers
-
-
-def _tool_rounds(messages: list[AnyMessage]) -> int:
-    """Return how many times the model called tools since the latest user message."""
-    rounds = 0
-    for m in reversed(messages):
-        if isinstance(m, HumanMessage):
-            break
-        if isinstance(m, AIMessage) and m.tool_calls:
-            rounds += 1
-    return rounds
 
 
 def _parsed(out: Any) -> Extraction:
@@ -672,7 +585,7 @@ def _parsed(out: Any) -> Extraction:
         if raw.tool_calls:
             return coerce_extraction(raw.tool_calls[0].get("args"))
         try:
-            return coerce_extraction(json.loads(_text(raw)))
+            return coerce_extraction(json.loads(text_of(raw)))
         except (json.JSONDecodeError, TypeError):
             pass
     return Extraction()

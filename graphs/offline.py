@@ -32,6 +32,7 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 
+from graphs.messages import text_of
 from graphs.offline_rules import extract_rules, extractive_summary
 from memory.block import BLOCK_CLOSE, BLOCK_OPEN
 from memory.extraction import has_cjk
@@ -65,14 +66,10 @@ def parse_block(text: str) -> list[str]:
     return out
 
 
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else str(message.content)
-
-
 def _last_human(messages: Sequence[BaseMessage]) -> str:
     for m in reversed(messages):
         if isinstance(m, HumanMessage):
-            return _text(m)
+            return text_of(m)
     return ""
 
 
@@ -148,7 +145,7 @@ class OfflineChatModel(BaseChatModel):
 
     def _answer(self, messages: list[BaseMessage]) -> AIMessage:
         """Return the whole answer: a plan tool call, or the reply text (deterministic)."""
-        system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
+        system = "\n".join(text_of(m) for m in messages if isinstance(m, SystemMessage))
         question = _last_human(messages)
         if self.tools_bound and messages and isinstance(messages[-1], HumanMessage):
             args = plan_update(question, system)
@@ -167,7 +164,7 @@ class OfflineChatModel(BaseChatModel):
             ]
             yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=calls))
             return
-        for piece in pieces(_text(answer)):
+        for piece in pieces(text_of(answer)):
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
 
     def _generate(
@@ -240,10 +237,10 @@ class OfflineChatModel(BaseChatModel):
 
         def run(value: Any) -> Any:
             messages = _as_messages(value)
-            system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
+            system = "\n".join(text_of(m) for m in messages if isinstance(m, SystemMessage))
             found = _REF_TIME.search(system)
             now = datetime.fromisoformat(found.group(1)) if found else datetime.now(UTC)
-            said = "\n".join(_text(m) for m in messages if isinstance(m, HumanMessage))
+            said = "\n".join(text_of(m) for m in messages if isinstance(m, HumanMessage))
             parsed = extract_rules(said, now)
             if include_raw:
                 return {

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -41,6 +41,7 @@ from langgraph.store.base import BaseStore
 from graphs.builder import make_builder
 from graphs.context import Context
 from graphs.memory_agent import make_deps
+from graphs.messages import text_of
 from graphs.nodes import AgentDeps
 from graphs.settings import Settings
 from graphs.state import InputState, State
@@ -83,15 +84,10 @@ class TwoAgentState(State, total=False):
     """`pre-sales` or `after-sales`."""
 
 
-def _text(message: BaseMessage) -> str:
-    content = message.content
-    return content if isinstance(content, str) else " ".join(map(str, content))
-
-
 def rule_router(state: State) -> str:
     """Send after-sales topics (orders, refunds, repairs; 订单、退货、维修…) to after-sales."""
     humans = [m for m in state.get("messages", []) if isinstance(m, HumanMessage)]
-    text = _text(humans[-1]) if humans else ""
+    text = text_of(humans[-1]) if humans else ""
     return AFTER_SALES if _AFTER_SALES_WORDS.search(text) else PRE_SALES
 
 

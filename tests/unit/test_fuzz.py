@@ -27,7 +27,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 
 from graphs.context import Context
 from graphs.memory_agent import build_graph
-from graphs.nodes import InvalidMessage
+from graphs.messages import InvalidMessage
 from graphs.offline import OfflineChatModel, parse_block
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings

@@ -10,7 +10,7 @@ from langgraph.store.memory import InMemoryStore
 
 from graphs.context import Context
 from graphs.memory_agent import build_graph
-from graphs.nodes import InvalidMessage
+from graphs.messages import InvalidMessage
 from graphs.offline import OfflineChatModel
 from graphs.settings import Settings
 from memory.records import InvalidUserId
