@@ -13,7 +13,7 @@ import os
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agent import __version__
@@ -23,6 +23,7 @@ from memory.access import AccessDenied
 from memory.backends import Backends, BackendUnavailable, open_backends
 from memory.index import IndexMismatch, IndexUnavailable
 from memory.locks import WriterLockTimeout
+from memory.progress import Progress, prefixed
 from memory.records import (
     STATED_KINDS,
     InvalidUserId,
@@ -154,15 +155,68 @@ def _service(b: Backends, settings: Settings) -> MemoryService:
     return open_service(settings, b.store, b.index, checkpointer=b.checkpointer)
 
 
+@contextlib.contextmanager
+def _progress_bar(args: argparse.Namespace) -> Iterator[Progress | None]:
+    """Draw the service's progress as a bar on stderr while the block runs.
+
+    Only on a terminal: with `--json`, or when stderr (where the bar goes) is not a terminal,
+    this yields None and nothing is drawn, so scripts and logs see only the usual output. The
+    bar disappears when the work is done.
+    """
+    if getattr(args, "json", False) or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        TaskProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.progress import Progress as Bar
+
+    bar = Bar(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TaskProgressColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        # stdout stays the command's own: a print while the bar is live must not reach stderr.
+        redirect_stdout=False,
+    )
+    # Hidden until the first stage that has work in it: an empty bar says nothing.
+    task = bar.add_task("", total=None, visible=False)
+    shown = [""]  # the label of the stage on the bar
+
+    def report(done: int, total: int | None, label: str) -> None:
+        if total == 0:
+            return
+        if label != shown[0]:
+            # A new stage: its clock and time estimate start again.
+            shown[0] = label
+            bar.reset(task, total=total, completed=done, description=label, visible=True)
+        else:
+            bar.update(task, total=total, completed=done)
+
+    with bar:
+        yield report
+
+
 def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
     started = time.perf_counter()
-    with open_backends(settings.backend) as b:
+    with open_backends(settings.backend) as b, _progress_bar(args) as progress:
         svc = _service(b, settings)
         users = [args.user] if args.user else svc.users()
         total = ConsolidationReport()
         for n, user in enumerate(users, 1):
             print(f"[{n}/{len(users)}] {user}", file=sys.stderr)
-            part = svc.consolidate(user, dry_run=args.dry_run)
+            told = prefixed(progress, f"[{n}/{len(users)}] ")
+            part = svc.consolidate(user, dry_run=args.dry_run, progress=told)
             for key, value in part.counts().items():
                 setattr(total, key, getattr(total, key) + value)
             total.changes += part.changes
@@ -193,7 +247,8 @@ def _memories(args: argparse.Namespace, settings: Settings) -> int:
         elif args.action == "import":
             with open(args.path, encoding="utf-8") as fh:
                 rows = [json.loads(line) for line in fh if line.strip()]
-            n = svc.import_records(user, rows)
+            with _progress_bar(args) as progress:
+                n = svc.import_records(user, rows, progress=progress)
             print(json.dumps({"imported": n}) if args.json else f"imported {n} memories for {user}")
         elif args.action == "list":
             rows = svc.list(user, include_inactive=args.all, include_turns=args.all)
@@ -230,7 +285,8 @@ def _memories(args: argparse.Namespace, settings: Settings) -> int:
             if not args.yes and input(f"delete ALL memories and threads of {user}? [y/N] ") != "y":
                 print("nothing deleted")
                 return 1
-            n = svc.delete_user(user)
+            with _progress_bar(args) as progress:
+                n = svc.delete_user(user, progress=progress)
             print(json.dumps({"deleted": n}) if args.json else f"deleted {n} memories of {user}")
     return 0
 
@@ -391,8 +447,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "consolidate":
             return _consolidate(args, settings)
         if args.command == "reindex":
-            with open_backends(settings.backend) as b:
-                done: dict[str, Any] = _service(b, settings).reindex(args.user)
+            with open_backends(settings.backend) as b, _progress_bar(args) as progress:
+                done: dict[str, Any] = _service(b, settings).reindex(args.user, progress=progress)
             for user, n in done.items():
                 print(f"reindexed {n} memories of {user}")
             return 0

@@ -9,6 +9,7 @@ make the index agree with the store again.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -19,12 +20,16 @@ from langgraph.store.base import BaseStore, PutOp
 from memory.changelog import LexicalSnapshots
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
 from memory.lifecycle import Change
+from memory.progress import Progress, slices, stage
 from memory.reads import PAGE, StoreReader
 from memory.records import MemoryRecord, UserId, namespace, repair_namespace, stable_id, utcnow
 
 log = logging.getLogger(__name__)
 NOT_WRITTEN = ("withheld", "refused", "unchanged", "unmatched")
 """Change actions that name a record without writing it."""
+EMBED_SLICE = 256
+"""Records embedded and sent to Chroma per call by bulk work: the step its progress moves by
+(the bundled encoder embeds in batches of 256)."""
 
 
 class WriteThrough:
@@ -100,11 +105,18 @@ class WriteThrough:
         self.snapshots.applied(user_id, [], ids, (old, new))
         self._call(user_id, "delete", lambda: self._delete(user_id, ids))
 
-    def put_all(self, user_id: UserId, records: list[MemoryRecord]) -> None:
-        """Write many records as they are (an import), `PAGE` per store batch, then Chroma."""
+    def put_all(
+        self, user_id: UserId, records: list[MemoryRecord], progress: Progress | None = None
+    ) -> None:
+        """Write many records as they are (an import), `PAGE` per store batch, then Chroma.
+
+        Reports the stages ``writing`` (records) and ``indexing`` (active records) to
+        `progress`.
+        """
         now = utcnow()
-        for start in range(0, len(records), PAGE):
-            chunk = records[start : start + PAGE]
+        for chunk in slices(progress, f"{user_id}: writing", records, PAGE):
+            if not chunk:
+                continue
             # Each slice carries its change-log entry in its own batch: a crash between
             # slices leaves no record that other processes would never hear of.
             put, old, new = self.snapshots.log_change(user_id, [(r.kind, r.id) for r in chunk])
@@ -113,14 +125,20 @@ class WriteThrough:
             live = [r for r in chunk if r.is_recallable(now)]
             dead = [r.id for r in chunk if not r.is_recallable(now)]
             self.snapshots.applied(user_id, live, dead, (old, new))
+        if self.index is None:
+            return
         active = [r for r in records if r.is_recallable(now)]
-        self._call(user_id, "upsert", lambda: self._upsert(active))
+        for part in slices(progress, f"{user_id}: indexing", active, EMBED_SLICE):
+            # After a failed slice the rest is left to `reindex`: the index is down.
+            if not self._call(user_id, "upsert", functools.partial(self._upsert, list(part))):
+                return
 
-    def erase_user(self, user_id: UserId) -> int:
+    def erase_user(self, user_id: UserId, progress: Progress | None = None) -> int:
         """Delete every memory, vector and repair marker of a user; return how many memories.
 
         If the index is down, its drop is recorded as a repair: recall never serves a
-        vector without its store record, and `reindex` finishes the job.
+        vector without its store record, and `reindex` finishes the job. Reports the stage
+        ``deleting memories`` to `progress`.
         """
         # Marked first: a crash mid-way leaves a marker that global `reindex` /
         # `consolidate` find, even once no memory of the user is left to point at it.
@@ -131,8 +149,10 @@ class WriteThrough:
         # in between is finished by `reindex`, which resets it too. No ids are kept.
         self.snapshots.reset(user_id)
         records = self.reader.scan(user_id, include_inactive=True)
+        advance = stage(progress, f"{user_id}: deleting memories", len(records))
         for rec in records:
             self.store.delete(namespace(user_id, rec.kind), rec.id)
+            advance(1)
         self.snapshots.reset(user_id)
         dropped = True
         if self.index is not None:
@@ -152,13 +172,20 @@ class WriteThrough:
             self.store.delete(item.namespace, item.key)
 
     def repair(
-        self, user_id: UserId, now: datetime, *, dry_run: bool = False
+        self,
+        user_id: UserId,
+        now: datetime,
+        *,
+        dry_run: bool = False,
+        progress: Progress | None = None,
     ) -> tuple[list[MemoryRecord], list[str]]:
         """Re-embed missing or stale vectors and remove orphans, while saves go on.
 
         Read in this order, a save landing meanwhile is never undone: its repair marker
         (if any) is not among those settled here unless its record is in the scan, and its
         vector is not among those judged orphans unless its record is gone.
+
+        Reports the stage ``re-embedding`` (stale records; none on a dry run) to `progress`.
 
         Returns:
             The records re-embedded and the ids of the orphan vectors removed (or that
@@ -172,19 +199,24 @@ class WriteThrough:
         stale = [r for i, r in live.items() if have.get(i) != fingerprint(r)]
         orphans = [i for i in have if i not in live]
         if not dry_run:
-            self.index.upsert(stale)
+            for part in slices(progress, f"{user_id}: re-embedding", stale, EMBED_SLICE):
+                self.index.upsert(list(part))
             self.index.delete(user_id, orphans)
             for item in markers:
                 self.store.delete(item.namespace, item.key)
         return stale, orphans
 
-    def rebuild(self, user_id: UserId) -> int:
-        """Rebuild a user's index from the store; return how many vectors were written."""
+    def rebuild(self, user_id: UserId, progress: Progress | None = None) -> int:
+        """Rebuild a user's index from the store; return how many vectors were written.
+
+        Reports the stage ``indexing`` (active records) to `progress`.
+        """
         assert self.index is not None, "rebuild needs an index"
         self.index.drop_user(user_id)
         self.snapshots.reset(user_id)
         active = self.reader.scan(user_id)
-        self.index.upsert(active)
+        for part in slices(progress, f"{user_id}: indexing", active, EMBED_SLICE):
+            self.index.upsert(list(part))
         self.clear_repairs(user_id)
         return len(active)
 

@@ -1,4 +1,8 @@
-"""Maintenance of stored memories: consolidate (tidy, then repair the index) and reindex."""
+"""Maintenance of stored memories: consolidate (tidy, then repair the index) and reindex.
+
+Both go one user at a time and report their stages to an optional `Progress` callback, each
+label led by the user (and by ``[i/n]`` when they go over more than one user).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from datetime import datetime
 from memory.indexing import WriteThrough
 from memory.lifecycle import Policy, consolidate
 from memory.locks import UserLocks
+from memory.progress import Progress, prefixed, stage
 from memory.reads import StoreReader
 from memory.records import UserId, check_user_id
 
@@ -49,29 +54,52 @@ class Maintenance:
         return [check_user_id(u) for u in self.reader.users(with_repairs=True)]
 
     def consolidate(
-        self, user_id: UserId | None, *, dry_run: bool, now: datetime
+        self,
+        user_id: UserId | None,
+        *,
+        dry_run: bool,
+        now: datetime,
+        progress: Progress | None = None,
     ) -> ConsolidationReport:
         """Tidy one user's or every user's memories, then repair the index.
 
-        See `MemoryService.consolidate`.
+        See `MemoryService.consolidate`. Reports, per user, the stages ``tidying`` (one
+        step) and ``re-embedding`` (stale records, with an index) to `progress`.
         """
         report = ConsolidationReport()
-        for uid in self.users(user_id):
+        for uid, told in self._each(user_id, progress):
             with self.locks.hold(uid):
                 # Under the user's lock: a save landing mid-way would otherwise be undone.
+                tidied = stage(told, f"{uid}: tidying", 1)
                 self._tidy(uid, dry_run, now, report)
+                tidied(1)
             # Outside the user's lock: re-embedding many memories must not hold up saves.
             if self.write_through.index is not None:
-                stale, orphans = self.write_through.repair(uid, now, dry_run=dry_run)
+                stale, orphans = self.write_through.repair(uid, now, dry_run=dry_run, progress=told)
                 report.reindexed += len(stale)
                 report.orphans_removed += len(orphans)
                 report.changes += [f"{uid}: reindexed: {r.content}" for r in stale]
                 report.changes += [f"{uid}: removed orphan vector {i}" for i in orphans]
         return report
 
-    def reindex(self, user_id: UserId | None) -> dict[str, int]:
-        """Rebuild the index from the store; return per user how many vectors were written."""
-        return {uid: self.write_through.rebuild(uid) for uid in self.users(user_id)}
+    def reindex(self, user_id: UserId | None, progress: Progress | None = None) -> dict[str, int]:
+        """Rebuild the index from the store; return per user how many vectors were written.
+
+        Reports, per user, the stage ``indexing`` (active records) to `progress`.
+        """
+        return {
+            uid: self.write_through.rebuild(uid, told)
+            for uid, told in self._each(user_id, progress)
+        }
+
+    def _each(
+        self, user_id: UserId | None, progress: Progress | None
+    ) -> list[tuple[UserId, Progress | None]]:
+        """Return the users to work on, each with the callback its stages go to."""
+        users = self.users(user_id)
+        if len(users) == 1:
+            return [(users[0], progress)]
+        return [(u, prefixed(progress, f"[{i}/{len(users)}] ")) for i, u in enumerate(users, 1)]
 
     def _tidy(self, uid: UserId, dry_run: bool, now: datetime, report: ConsolidationReport) -> None:
         """Merge, resolve, archive and sweep one user's memories."""

@@ -5,7 +5,8 @@ and hands the work to the objects it holds: `recall`, `changelog` (lexical snaps
 `writes`, `indexing`, `maintenance`, `threads` and `locks`. Make one per store and share it.
 Each `a*` method runs its sync twin in a worker thread, so async callers never block their
 event loop on SQLite, Postgres or Chroma. Any `BaseStore` works (async ones through their
-thread-safe sync API).
+thread-safe sync API). Long work (`import_records`, `delete_user`, `consolidate`, `reindex`)
+reports its stages to an optional `progress` callback (`memory.progress.Progress`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from memory.lexical import LexicalIndexes
 from memory.lifecycle import Change, Policy
 from memory.locks import UserLocks
 from memory.maintenance import ConsolidationReport, Maintenance
+from memory.progress import Progress
 from memory.reads import MemoryNotFound, StoreReader
 from memory.recall import Recall, Recalled, pin
 from memory.records import Kind, MemoryRecord, Source, check_user_id, utcnow
@@ -122,16 +124,14 @@ class MemoryService:
     ) -> list[Recalled]:
         """Return the active memories of a user relevant to `query`, best first.
 
-        Hybrid recall: BM25 over the user's records (CJK-aware) fused with Chroma
-        similarity, a relevance floor calibrated for the embedder, recency, confidence,
-        time-window and name boosts (`memory.retrieval`). Every result is re-read from the
-        store; records missing, not active, expired or owned by someone else are dropped.
-        If Chroma is down, recall goes on from the lexical index alone.
+        Hybrid recall (`memory.retrieval`): BM25 (CJK-aware) fused with Chroma similarity,
+        a relevance floor, recency, confidence, time-window and name boosts. Every result is
+        re-read from the store; records missing, not active, expired or someone else's are
+        dropped. If Chroma is down, recall goes on from the lexical index alone.
 
-        Up to `k` ranked memories are returned, plus up to `PINNED` "core" ones that are
-        always worth knowing (name, home, diet, health, imminent events) when the query
-        did not already bring them. Nothing is returned for a query nothing matches,
-        except those core memories.
+        Up to `k` ranked memories are returned, plus up to `PINNED` "core" ones (name, home,
+        diet, health, imminent events) the query did not already bring. A query nothing
+        matches returns only those core memories.
 
         Example:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
@@ -192,9 +192,8 @@ class MemoryService:
         """Apply one turn's extraction: reconcile each candidate, then honour forget requests.
 
         Sensitive data is withheld (or redacted, per policy) before anything is written.
-        A candidate or forget request the access policy does not let this agent write is
-        `refused` (with the reason as its note); the rest of the turn is still saved.
-        Writes go to the store first and the index second; an index write that fails is
+        What the access policy does not let this agent write is `refused` (the reason is
+        its note); the rest is saved. Store first, index second: a failed index write is
         recorded for `reindex` and does not fail the save.
 
         Args:
@@ -218,10 +217,9 @@ class MemoryService:
     ) -> int:
         """Keep raw user turns as `episode` memories (seed 000 §5.2: extraction loses detail).
 
-        Each turn is stored under a stable id (replaying a turn writes nothing twice),
-        expiring after the policy's `turn_ttl`, with optional context (e.g. the
-        neighbouring turns of an imported dialogue) that is searchable at half weight.
-        Sensitive data is dropped or redacted as for any other memory.
+        Each turn is stored under a stable id (a replay writes nothing twice), expiring after
+        the policy's `turn_ttl`, with optional context (e.g. the neighbouring turns of an
+        imported dialogue) searchable at half weight. Sensitive data is screened as usual.
 
         Args:
             user_id: Whose turns.
@@ -239,12 +237,9 @@ class MemoryService:
     def mark_recalled(
         self, user_id: str, recalled: Iterable[tuple[str, str]], now: datetime | None = None
     ) -> None:
-        """Count a recall of each memory: recent recall lifts ranking and delays archiving.
+        """Count a recall of each memory (`(kind, id)` pairs) at `now`.
 
-        Args:
-            user_id: Whose memories.
-            recalled: `(kind, id)` of each recalled memory.
-            now: When they were recalled.
+        Recent recall lifts ranking and delays archiving.
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
@@ -261,7 +256,9 @@ class MemoryService:
         with self._locks.hold(uid):
             return self._writer.forget(uid, memory_id, hard=hard)
 
-    def import_records(self, user_id: str, rows: Iterable[dict[str, Any]]) -> int:
+    def import_records(
+        self, user_id: str, rows: Iterable[dict[str, Any]], *, progress: Progress | None = None
+    ) -> int:
         """Write exported records for a user (their `user_id` is replaced by this one).
 
         Rows without an `agent_id` are recorded as written by this service's agent. Every
@@ -269,17 +266,15 @@ class MemoryService:
 
         Raises:
             ValueError: If a row is not a valid memory record, its `content` is longer than
-                `MAX_IMPORT_CONTENT_CHARS`, or two rows have the same `id` (one would
-                silently overwrite the other, so the file is refused and neither is kept;
-                the message names the id and both row numbers). Nothing is written then.
-            AccessDenied: If the access policy does not let this agent write a row
-                (nothing is written then).
+                `MAX_IMPORT_CONTENT_CHARS`, or two rows share an `id` (the message names it
+                and both rows). Nothing is written then.
+            AccessDenied: If the access policy refuses a row (nothing is written then).
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
-            return self._writer.import_records(uid, rows, self.MAX_IMPORT_CONTENT_CHARS)
+            return self._writer.import_records(uid, rows, self.MAX_IMPORT_CONTENT_CHARS, progress)
 
-    def delete_user(self, user_id: str) -> int:
+    def delete_user(self, user_id: str, *, progress: Progress | None = None) -> int:
         """Delete every memory, vector, repair marker and thread of a user.
 
         Returns:
@@ -288,8 +283,8 @@ class MemoryService:
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
             # Threads first: they hold the words themselves.
-            self._threads.delete_owned(uid, self.checkpointer)
-            return self._indexing.erase_user(uid)
+            self._threads.delete_owned(uid, self.checkpointer, progress)
+            return self._indexing.erase_user(uid, progress)
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
         """Record that a thread belongs to a user: the first user of a thread owns it.
@@ -312,7 +307,12 @@ class MemoryService:
     # --- maintenance -----------------------------------------------------------------------
 
     def consolidate(
-        self, user_id: str | None = None, *, dry_run: bool = False, now: datetime | None = None
+        self,
+        user_id: str | None = None,
+        *,
+        dry_run: bool = False,
+        now: datetime | None = None,
+        progress: Progress | None = None,
     ) -> ConsolidationReport:
         """Tidy memories and make the index agree with the store. Idempotent.
 
@@ -324,23 +324,24 @@ class MemoryService:
             user_id: One user, or None for every user.
             dry_run: Report what would change without writing anything.
             now: The time to judge expiry and coldness against.
+            progress: Told each user's stages (``tidying``, ``re-embedding``).
         """
         uid = check_user_id(user_id) if user_id else None
-        return self._maintenance.consolidate(uid, dry_run=dry_run, now=now or utcnow())
+        when = now or utcnow()
+        return self._maintenance.consolidate(uid, dry_run=dry_run, now=when, progress=progress)
 
     def pending_repairs(self, user_id: str) -> int:
         """Return how many index writes failed for a user and wait for `reindex`."""
         return self._indexing.pending(check_user_id(user_id))
 
-    def reindex(self, user_id: str | None = None) -> dict[str, int]:
-        """Rebuild the index from the store for one user or all users.
-
-        Returns:
-            Per user, how many vectors were written.
-        """
+    def reindex(
+        self, user_id: str | None = None, *, progress: Progress | None = None
+    ) -> dict[str, int]:
+        """Rebuild the index from the store for one or all users; return vectors per user."""
         if self.index is None:
             raise RuntimeError("no index is configured")
-        return self._maintenance.reindex(check_user_id(user_id) if user_id else None)
+        uid = check_user_id(user_id) if user_id else None
+        return self._maintenance.reindex(uid, progress)
 
     def users(self, *, with_repairs: bool = False) -> list[str]:
         """Return every user that has memories in the store.

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, PutOp
 
 from memory.access import AccessDenied
+from memory.progress import Progress, stage
 from memory.reads import StoreReader
 from memory.records import UserId, thread_owners_namespace, threads_namespace, utcnow
 
@@ -59,20 +60,24 @@ class ThreadRegistry:
         """Return the ids of the threads recorded for a user."""
         return [item.key for item in self.reader.items(threads_namespace(user_id))]
 
-    def delete_owned(self, user_id: UserId, checkpointer: Any | None) -> None:
+    def delete_owned(
+        self, user_id: UserId, checkpointer: Any | None, progress: Progress | None = None
+    ) -> None:
         """Delete the threads a user opened, and the user's list of threads.
 
         Args:
             user_id: Whose threads.
             checkpointer: If given, the threads' checkpoints are deleted from it too.
+            progress: Told the stage ``deleting threads`` (threads).
         """
         listed = self.reader.items(threads_namespace(user_id))
         # Only the threads this user opened: a listing must never reach another's thread.
         owned = [i for i in listed if self.owner(i.key) in (user_id, None)]
-        if checkpointer is not None:
-            for item in owned:
-                checkpointer.delete_thread(item.key)
+        advance = stage(progress, f"{user_id}: deleting threads", len(owned))
         for item in owned:
+            if checkpointer is not None:
+                checkpointer.delete_thread(item.key)
             self.store.delete(thread_owners_namespace(), item.key)
+            advance(1)
         for item in listed:
             self.store.delete(item.namespace, item.key)

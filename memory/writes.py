@@ -9,7 +9,7 @@ user's write lock (`memory.locks`): each method here reads, decides, then writes
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +34,7 @@ from memory.lifecycle import (
 )
 from memory.phrases import Phrase, key_phrase, states
 from memory.privacy import find_sensitive, redact
+from memory.progress import Progress, stage
 from memory.reads import PAGE, StoreReader
 from memory.records import (
     Kind,
@@ -352,11 +353,21 @@ class MemoryWriter:
         return len(new)
 
     def import_records(
-        self, user_id: UserId, rows: Iterable[dict[str, Any]], max_content: int
+        self,
+        user_id: UserId,
+        rows: Iterable[dict[str, Any]],
+        max_content: int,
+        progress: Progress | None = None,
     ) -> int:
-        """Check every row, then write them all (see `MemoryService.import_records`)."""
+        """Check every row, then write them all (see `MemoryService.import_records`).
+
+        Reports the stages ``checking`` (rows), then those of `WriteThrough.put_all`.
+        """
         records = []
         row_of: dict[str, int] = {}
+        advance = stage(
+            progress, f"{user_id}: checking", len(rows) if isinstance(rows, Sized) else None
+        )
         for n, row in enumerate(rows, 1):
             # Checked before validation: cleaning a multi-megabyte text alone takes seconds.
             content = row.get("content") if isinstance(row, dict) else None
@@ -384,8 +395,9 @@ class MemoryWriter:
             except AccessDenied as exc:
                 raise AccessDenied(f"record {n}: {exc}") from exc
             records.append(rec)
+            advance(1)
         kept = [r for r in map(self._screen_import, records) if r is not None]
-        self.write_through.put_all(user_id, kept)
+        self.write_through.put_all(user_id, kept, progress)
         return len(kept)
 
     def related(self, user_id: UserId, new: MemoryRecord) -> list[MemoryRecord]:
