@@ -3,23 +3,43 @@
 Two turns of one user in parallel (two threads, or a recall count landing during a save)
 would otherwise read the same records, and the last write would undo the other. Threads of
 a process wait on a lock of the process; on Postgres, processes also wait on an advisory
-lock of the database (`PostgresWriterLocks`).
+lock of the database (`PostgresWriterLocks`). `in_worker_thread` makes the async forms of
+blocking methods.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 log = logging.getLogger(__name__)
 
 WRITER_LOCK_TIMEOUT = 30.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def in_worker_thread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
+    """Return the async form of a blocking method: the same call, run in a worker thread.
+
+    Async callers then never block their event loop on SQLite, Postgres or Chroma.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    wrapper.__doc__ = f"Async form of `{fn.__name__}` (runs it in a worker thread)."
+    return wrapper
 
 
 class WriterLockTimeout(RuntimeError):

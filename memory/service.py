@@ -1,21 +1,17 @@
 """The memory service: every read and write of long-term memory goes through here.
 
 `MemoryService` checks the user id once, takes the user's write lock for read-modify-writes
-and hands the work to the objects it holds: `recall`, `changelog` (lexical snapshots),
-`writes`, `indexing`, `maintenance`, `threads` and `locks`. Make one per store and share it.
-Each `a*` method runs its sync twin in a worker thread, so async callers never block their
-event loop on SQLite, Postgres or Chroma. Any `BaseStore` works (async ones through their
-thread-safe sync API). Long work (`import_records`, `delete_user`, `consolidate`, `reindex`)
-reports its stages to an optional `progress` callback (`memory.progress.Progress`).
+and hands the work to what it holds: `recall`, `changelog`, `writes`, `indexing`,
+`maintenance`, `threads`, `locks`. Make one per store and share it. Each `a*` method runs
+its sync twin in a worker thread; any `BaseStore` works. Long work reports its stages to an
+optional `progress` callback (`memory.progress.Progress`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from langgraph.store.base import BaseStore
 
@@ -26,7 +22,7 @@ from memory.index import ChromaIndex
 from memory.indexing import WriteThrough
 from memory.lexical import LexicalIndexes
 from memory.lifecycle import Change, Policy
-from memory.locks import UserLocks
+from memory.locks import UserLocks, in_worker_thread
 from memory.maintenance import ConsolidationReport, Maintenance
 from memory.progress import Progress
 from memory.reads import MemoryNotFound, StoreReader
@@ -36,20 +32,6 @@ from memory.threads import ThreadNotYours, ThreadRegistry
 from memory.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 
 __all__ = ["ConsolidationReport", "MemoryNotFound", "MemoryService", "Recalled", "ThreadNotYours"]
-
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _in_thread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
-    """Return the async form of a method: the same call, run in a worker thread."""
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
-    wrapper.__doc__ = f"Async form of `{fn.__name__}` (runs it in a worker thread)."
-    return wrapper
 
 
 class MemoryService:
@@ -116,6 +98,9 @@ class MemoryService:
 
         Raises:
             MemoryNotFound: If the user has no memory with that id.
+
+        Example:
+            `service.get("alice", hit.record.id).history`
         """
         return self._reader.get(check_user_id(user_id), memory_id)
 
@@ -124,14 +109,9 @@ class MemoryService:
     ) -> list[Recalled]:
         """Return the active memories of a user relevant to `query`, best first.
 
-        Hybrid recall (`memory.retrieval`): BM25 (CJK-aware) fused with Chroma similarity,
-        a relevance floor, recency, confidence, time-window and name boosts. Every result is
-        re-read from the store; records missing, not active, expired or someone else's are
-        dropped. If Chroma is down, recall goes on from the lexical index alone.
-
-        Up to `k` ranked memories are returned, plus up to `PINNED` "core" ones (name, home,
-        diet, health, imminent events) the query did not already bring. A query nothing
-        matches returns only those core memories.
+        Hybrid recall (`memory.recall`, `memory.retrieval`); every result is re-read from the
+        store. Up to `k` ranked memories, plus up to `PINNED` "core" ones (name, home, diet,
+        health, imminent events) the query did not bring. Chroma down: lexical alone.
 
         Example:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
@@ -139,7 +119,11 @@ class MemoryService:
         return self._recall.search(check_user_id(user_id), query, k, now or utcnow())
 
     def export(self, user_id: str) -> list[dict[str, Any]]:
-        """Return all of a user's memories, with history, as JSON-safe dicts."""
+        """Return all of a user's memories, with history, as JSON-safe dicts.
+
+        Example:
+            `json.dump(service.export("alice"), f)`, then `service.import_records(...)`
+        """
         rows = self.list(user_id, include_inactive=True, include_turns=True)
         return [r.to_store() for r in rows]
 
@@ -251,6 +235,9 @@ class MemoryService:
         Raises:
             MemoryNotFound: If the user has no memory with that id (that this agent may read).
             AccessDenied: If the access policy does not let this agent change it.
+
+        Example:
+            `service.forget("alice", hit.record.id, hard=True)`
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
@@ -269,6 +256,9 @@ class MemoryService:
                 `MAX_IMPORT_CONTENT_CHARS`, or two rows share an `id` (the message names it
                 and both rows). Nothing is written then.
             AccessDenied: If the access policy refuses a row (nothing is written then).
+
+        Example:
+            `service.import_records("bob", json.load(f), progress=print)`
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
@@ -279,6 +269,9 @@ class MemoryService:
 
         Returns:
             How many memories were deleted.
+
+        Example:
+            `MemoryService(store, index, checkpointer=saver).delete_user("alice")`
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
@@ -325,6 +318,9 @@ class MemoryService:
             dry_run: Report what would change without writing anything.
             now: The time to judge expiry and coldness against.
             progress: Told each user's stages (``tidying``, ``re-embedding``).
+
+        Example:
+            `service.consolidate("alice", dry_run=True).merged`
         """
         uid = check_user_id(user_id) if user_id else None
         when = now or utcnow()
@@ -337,7 +333,11 @@ class MemoryService:
     def reindex(
         self, user_id: str | None = None, *, progress: Progress | None = None
     ) -> dict[str, int]:
-        """Rebuild the index from the store for one or all users; return vectors per user."""
+        """Rebuild the index from the store for one or all users; return vectors per user.
+
+        Example:
+            `service.reindex()` (after changing `MEMORY_AGENT_EMBEDDINGS`)
+        """
         if self.index is None:
             raise RuntimeError("no index is configured")
         uid = check_user_id(user_id) if user_id else None
@@ -378,22 +378,22 @@ class MemoryService:
 
     # --- async forms -----------------------------------------------------------------------
 
-    aget = _in_thread(get)
-    alist = _in_thread(list)
-    asearch = _in_thread(search)
-    aexport = _in_thread(export)
-    aadd = _in_thread(add)
-    asave = _in_thread(save)
-    aforget = _in_thread(forget)
-    aimport_records = _in_thread(import_records)
-    adelete_user = _in_thread(delete_user)
-    aremember_thread = _in_thread(remember_thread)
-    athread_owner = _in_thread(thread_owner)
-    aunforgotten = _in_thread(unforgotten)
-    amark_recalled = _in_thread(mark_recalled)
-    aarchive_turns = _in_thread(archive_turns)
-    athreads = _in_thread(threads)
-    apending_repairs = _in_thread(pending_repairs)
-    ausers = _in_thread(users)
-    aconsolidate = _in_thread(consolidate)
-    areindex = _in_thread(reindex)
+    aget = in_worker_thread(get)
+    alist = in_worker_thread(list)
+    asearch = in_worker_thread(search)
+    aexport = in_worker_thread(export)
+    aadd = in_worker_thread(add)
+    asave = in_worker_thread(save)
+    aforget = in_worker_thread(forget)
+    aimport_records = in_worker_thread(import_records)
+    adelete_user = in_worker_thread(delete_user)
+    aremember_thread = in_worker_thread(remember_thread)
+    athread_owner = in_worker_thread(thread_owner)
+    aunforgotten = in_worker_thread(unforgotten)
+    amark_recalled = in_worker_thread(mark_recalled)
+    aarchive_turns = in_worker_thread(archive_turns)
+    athreads = in_worker_thread(threads)
+    apending_repairs = in_worker_thread(pending_repairs)
+    ausers = in_worker_thread(users)
+    aconsolidate = in_worker_thread(consolidate)
+    areindex = in_worker_thread(reindex)
