@@ -29,35 +29,28 @@ BM25 index
     them); an add or remove costs about 0.1 ms. It holds one user's records; build it from
     the store on first use and keep it in step with every store write and delete.
 
-Per-user registry
-    `LexicalIndexes` keeps one `UserIndex` (a `BM25Index`, ``{id: record}`` and the
-    records worth pinning) per user for the memory service: `build` makes it from the
-    store, `upsert` / `remove` follow the store's writes and deletes, `advance` moves its
-    version along with the writer's change log, and `drop` forgets a user.
+The per-user registry of indexes and their persisted form: `memory.snapshots`.
 """
 
 from __future__ import annotations
 
-import bisect
 import functools
+import itertools
 import math
 import re
 import threading
 import unicodedata
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
 __all__ = [
     "BM25Index",
-    "LexicalIndexes",
-    "OrderedRecords",
-    "UserIndex",
+    "Postings",
     "STOP_WORDS",
-    "record_fields",
     "stem",
     "tokenize",
 ]
@@ -162,6 +155,52 @@ def tokenize(
 K = TypeVar("K", bound=Hashable)
 
 
+@dataclass
+class _Base(Generic[K]):
+    """The read-only base layer of a `BM25Index` (see `BM25Index.export`)."""
+
+    ids: list[K]
+    terms: list[str]
+    vocab: dict[str, int]
+    t_off: np.ndarray
+    p_slot: np.ndarray
+    p_freq: np.ndarray
+    _forward: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def forward(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Return each document's terms: offsets, term numbers and weights (made once).
+
+        Derived from the postings when a write or an export first needs it, so that
+        loading a snapshot does not pay for it (nor the file for storing it).
+        """
+        if self._forward is None:
+            n = len(self.ids)
+            term_of = np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.t_off))
+            order = np.argsort(self.p_slot, kind="stable")
+            d_off = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.p_slot, minlength=n), out=d_off[1:])
+            self._forward = (d_off, term_of[order], self.p_freq[order])
+        return self._forward
+
+
+@dataclass
+class Postings(Generic[K]):
+    """A `BM25Index` as arrays: what a persisted snapshot holds of it.
+
+    Documents are numbered 0..n-1 in the order of `ids`. Term `t` (``terms[t]``) is in
+    documents ``p_doc[t_off[t]:t_off[t+1]]`` with weights ``p_freq[...]``;
+    document `d` has length ``lens[d]``. Every term is in at least one document: no word
+    of a removed document is left.
+    """
+
+    ids: list[K]
+    terms: list[str]
+    lens: np.ndarray
+    t_off: np.ndarray
+    p_doc: np.ndarray
+    p_freq: np.ndarray
+
+
 class BM25Index(Generic[K]):
     """An incremental in-memory BM25 index over documents keyed by id.
 
@@ -169,6 +208,9 @@ class BM25Index(Generic[K]):
     its terms with numpy over an array copy of that term's posting, made on first use and
     dropped when the term's posting changes. A Chinese question brings a dozen terms of a
     few thousand postings each at 100k documents: a Python loop over them took 30-50 ms.
+
+    An index read back from arrays (`from_export`) scores its base documents straight from
+    them; documents added since go to the dicts, and removed base documents are masked.
 
     Thread-safe: one lock guards every read and write.
     """
@@ -194,21 +236,31 @@ class BM25Index(Generic[K]):
         self._lens = np.zeros(64)
         self._total_len = 0.0
         self._lock = threading.RLock()
+        # A base layer loaded from a persisted snapshot (`from_export`): postings as
+        # read-only arrays, so loading costs no per-posting Python object, and writes
+        # cost no copy of them either. Documents added since live in `_postings` (for
+        # every term, base or not). A base document removed is marked in `_dead` (its
+        # slot is never reused, its score is zeroed) and counted out of each of its
+        # terms' document frequency in `_dead_df`.
+        self._base: _Base[K] | None = None
+        self._dead = np.zeros(0, dtype=bool)
+        self._dead_df: dict[str, int] = {}
+        self._dead_any = False
 
     def tokenize(self, text: str) -> list[str]:
         """Tokenize with this index's settings."""
         return tokenize(text, stemming=self.stemming)
 
     def __len__(self) -> int:
-        return len(self._docs)
+        return len(self._slot)
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._docs
+        return doc_id in self._slot
 
     def ids(self) -> set[K]:
         """Return the ids of every indexed document."""
         with self._lock:
-            return set(self._docs)
+            return set(self._slot)
 
     def add(self, doc_id: K, text: str, *, extra: Iterable[tuple[str, float]] = ()) -> None:
         """Index a document, replacing any document with the same id.
@@ -266,15 +318,25 @@ class BM25Index(Generic[K]):
             self._free.clear()
             self._lens = np.zeros(64)
             self._total_len = 0.0
+            self._base = None
+            self._dead = np.zeros(0, dtype=bool)
+            self._dead_df.clear()
+            self._dead_any = False
 
     def _remove_locked(self, doc_id: K) -> bool:
-        terms = self._docs.pop(doc_id, None)
-        if terms is None:
+        slot = self._slot.pop(doc_id, None)
+        if slot is None:
             return False
-        slot = self._slot.pop(doc_id)
+        terms = self._docs.pop(doc_id, None)
         self._total_len -= float(self._lens[slot])
         self._lens[slot] = 0.0
         self._slot_ids[slot] = None
+        if terms is None:  # a document of the base layer, still in its slot
+            self._dead[slot] = True
+            self._dead_any = True
+            for term in self._base_terms(slot):
+                self._dead_df[term] = self._dead_df.get(term, 0) + 1
+            return True
         self._free.append(slot)
         for term in terms:
             self._arrays.pop(term, None)
@@ -284,6 +346,43 @@ class BM25Index(Generic[K]):
                 if not posting:
                     del self._postings[term]
         return True
+
+    def _base_terms(self, slot: int) -> dict[str, float]:
+        """Return the terms of the base-layer document loaded into `slot`."""
+        base = self._base
+        assert base is not None, "only base-layer documents have no term dict"
+        d_off, d_term, d_freq = base.forward()
+        lo, hi = int(d_off[slot]), int(d_off[slot + 1])
+        terms = base.terms
+        return {
+            terms[t]: f for t, f in zip(d_term[lo:hi].tolist(), d_freq[lo:hi].tolist(), strict=True)
+        }
+
+    def _scored(self, term: str) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """Return a term's postings as (slots, frequencies) arrays and its document frequency.
+
+        None if no live document has the term. Slots of removed base documents may be in
+        the arrays: `search_terms` zeroes their scores.
+        """
+        posting = self._postings.get(term)
+        base = self._base
+        t = base.vocab.get(term) if base is not None else None
+        if base is None or t is None:
+            return (*self._array(term, posting), len(posting)) if posting else None
+        lo, hi = int(base.t_off[t]), int(base.t_off[t + 1])
+        df = hi - lo - self._dead_df.get(term, 0) + (len(posting) if posting else 0)
+        if df <= 0:
+            return None
+        if not posting:
+            return base.p_slot[lo:hi], base.p_freq[lo:hi], df
+        found = self._arrays.get(term)
+        if found is None:
+            extra = self._array(term, posting)
+            found = self._arrays[term] = (
+                np.concatenate([base.p_slot[lo:hi], extra[0]]),
+                np.concatenate([base.p_freq[lo:hi], extra[1]]),
+            )
+        return found[0], found[1], df
 
     def _array(self, term: str, posting: dict[K, float]) -> tuple[np.ndarray, np.ndarray]:
         """Return a term's posting as (slots, frequencies) arrays, cached until it changes."""
@@ -295,6 +394,133 @@ class BM25Index(Generic[K]):
             freqs = np.fromiter(posting.values(), dtype=np.float64, count=n)
             found = self._arrays[term] = (slots, freqs)
         return found
+
+    def export(self) -> Postings[K]:
+        """Return the index as arrays, live documents only, renumbered densely.
+
+        Base-layer documents (in slot order) come first and are copied with array
+        operations; documents added since are walked one by one.
+        """
+        with self._lock:
+            if self._base is None:
+                return self._export_postings()
+            base = self._base
+            term_of: dict[str, int] = {}
+            terms: list[str] = []
+            parts_t: list[np.ndarray] = []
+            parts_f: list[np.ndarray] = []
+            counts: list[np.ndarray] = []
+            ids: list[K] = []
+            slots: list[int] = []
+            if base is not None:
+                terms = list(base.terms)
+                term_of = dict(base.vocab)
+                n = len(base.ids)
+                alive = ~self._dead[:n]
+                d_off, d_term, d_freq = base.forward()
+                per_doc = np.diff(d_off)
+                keep = np.repeat(alive, per_doc)
+                parts_t.append(d_term[keep].astype(np.int64))
+                parts_f.append(d_freq[keep])
+                counts.append(per_doc[alive])
+                live = np.flatnonzero(alive).tolist()
+                ids += [base.ids[s] for s in live]
+                slots += live
+            extra_t: list[int] = []
+            extra_f: list[float] = []
+            extra_n: list[int] = []
+            for doc_id, weighted in self._docs.items():
+                for term, f in weighted.items():
+                    t = term_of.get(term)
+                    if t is None:
+                        t = term_of[term] = len(terms)
+                        terms.append(term)
+                    extra_t.append(t)
+                    extra_f.append(f)
+                extra_n.append(len(weighted))
+                ids.append(doc_id)
+                slots.append(self._slot[doc_id])
+            parts_t.append(np.asarray(extra_t, dtype=np.int64))
+            parts_f.append(np.asarray(extra_f, dtype=np.float64))
+            counts.append(np.asarray(extra_n, dtype=np.int64))
+            d_term = np.concatenate(parts_t)
+            d_freq = np.concatenate(parts_f).astype(np.float64)
+            per = np.concatenate(counts).astype(np.int64)
+            lens = self._lens[np.asarray(slots, dtype=np.int64)].astype(np.float64)
+        # Drop the terms no live document has (the words of removed documents) and
+        # renumber the rest in their order.
+        df = np.bincount(d_term, minlength=len(terms))
+        used = df > 0
+        renum = np.cumsum(used) - 1
+        d_term = renum[d_term]
+        kept_terms = [terms[t] for t in np.flatnonzero(used).tolist()]
+        doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), per)
+        order = np.argsort(d_term, kind="stable")
+        t_off = np.zeros(len(kept_terms) + 1, dtype=np.int64)
+        np.cumsum(df[used], out=t_off[1:])
+        return Postings(ids, kept_terms, lens, t_off, doc_of[order], d_freq[order])
+
+    def _export_postings(self) -> Postings[K]:
+        """`export` of an index with no base layer: term by term, mostly in numpy.
+
+        A pass over each document's terms took 1.5 s for 100k documents; the postings
+        dicts are read with `np.fromiter` instead.
+        """
+        ids = [d for d in self._slot_ids if d is not None]
+        slot_of = self._slot
+        live = np.fromiter((slot_of[d] for d in ids), dtype=np.int64, count=len(ids))
+        dense = np.full(len(self._slot_ids), -1, dtype=np.int64)
+        dense[live] = np.arange(len(ids), dtype=np.int64)
+        postings = self._postings
+        sizes = np.fromiter(
+            (len(p) for p in postings.values()), dtype=np.int64, count=len(postings)
+        )
+        total = int(sizes.sum())
+        every = itertools.chain.from_iterable
+        p_slot = np.fromiter(
+            map(slot_of.__getitem__, every(postings.values())), dtype=np.int64, count=total
+        )
+        p_freq = np.fromiter(
+            every(p.values() for p in postings.values()), dtype=np.float64, count=total
+        )
+        t_off = np.zeros(len(postings) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=t_off[1:])
+        return Postings(ids, list(postings), self._lens[live], t_off, dense[p_slot], p_freq)
+
+    @classmethod
+    def from_export(
+        cls,
+        postings: Postings[K],
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        stemming: bool = True,
+        slots: dict[K, int] | None = None,
+    ) -> BM25Index[K]:
+        """Return an index over `postings` (see `export`) without building a dict per term.
+
+        `slots`, if given, is ``{id: position in postings.ids}``, made by the caller (and
+        owned by the index from now on).
+        """
+        p = postings
+        index: BM25Index[K] = cls(k1=k1, b=b, stemming=stemming)
+        n = len(p.ids)
+        index._base = _Base(
+            list(p.ids),
+            list(p.terms),
+            dict(zip(p.terms, range(len(p.terms)), strict=True)),
+            p.t_off,
+            p.p_doc,
+            # Scores are computed in float64 as for documents indexed one by one.
+            np.asarray(p.p_freq, dtype=np.float64),
+        )
+        index._slot = slots if slots is not None else dict(zip(p.ids, range(n), strict=True))
+        index._slot_ids = list(p.ids)
+        index._lens = np.zeros(max(64, n))
+        index._lens[:n] = p.lens
+        index._total_len = float(np.sum(p.lens))
+        index._dead = np.zeros(n, dtype=bool)
+        return index
 
     def search(self, query: str, k: int = 50) -> list[tuple[K, float]]:
         """Return up to `k` ``(id, score)`` pairs with a positive score, best first."""
@@ -314,7 +540,7 @@ class BM25Index(Generic[K]):
         if k <= 0 or not weights:
             return []
         with self._lock:
-            n = len(self._docs)
+            n = len(self._slot)
             if n == 0:
                 return []
             avgdl = self._total_len / n if self._total_len > 0 else 1.0
@@ -323,195 +549,22 @@ class BM25Index(Generic[K]):
             norm_b = k1 * b / avgdl
             scores: np.ndarray | None = None
             for term, qw in weights.items():
-                posting = self._postings.get(term)
-                if not posting:
+                found = self._scored(term)
+                if found is None:
                     continue
-                df = len(posting)
+                slots, f, df = found
                 idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * qw
-                slots, f = self._array(term, posting)
                 if scores is None:
                     scores = np.zeros(len(self._slot_ids))
                 # A slot appears once per posting, so the fancy-indexed add is exact.
                 scores[slots] += idf * f * (k1 + 1.0) / (f + norm_k + norm_b * self._lens[slots])
             if scores is None:
                 return []
+            if self._dead_any:
+                scores[: len(self._dead)][self._dead] = 0.0
             hits = np.flatnonzero(scores > 0.0)
             if len(hits) > k:
                 hits = hits[np.argpartition(-scores[hits], k - 1)[:k]]
             order = hits[np.argsort(-scores[hits], kind="stable")]
             ids = self._slot_ids
-            return [(ids[i], float(scores[i])) for i in order]  # type: ignore[misc]
-
-
-def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
-    """Return what a memory record contributes to the lexical index.
-
-    The content, plus its subject key ("diet.avoid.spicy" → "diet avoid spicy") at half
-    weight when the record has one (not for raw turns), plus each neighbouring turn of a
-    raw-turn episode (`value["context"]`, a string or a list) at half weight.
-    """
-    subject = getattr(record, "subject", None) or ""
-    extra: list[tuple[str, float]] = []
-    if subject and not subject.startswith("episode."):  # a raw turn's subject says nothing
-        extra.append((re.sub(r"[._\-]+", " ", subject), 0.5))
-    value = getattr(record, "value", None)
-    context = value.get("context") if isinstance(value, dict) else None
-    # Raw turns carry their neighbouring turns, each a field of its own: a question often
-    # names what the neighbours said (on LoCoMo this is worth +0.09 recall@5).
-    if isinstance(context, str) and context:
-        extra.append((context, 0.5))
-    elif isinstance(context, list):
-        extra.extend((str(c), 0.5) for c in context if c)
-    return record.content, extra
-
-
-PinKey = tuple[str, float]
-"""Where a record is kept among a user's pinned records: a group and its order in it."""
-
-
-class OrderedRecords:
-    """Records kept in order of a number, read by range without a pass over them all."""
-
-    def __init__(self) -> None:
-        """Create an empty list."""
-        self._order: list[tuple[float, str]] = []
-        self._by_id: dict[str, tuple[float, Any]] = {}
-
-    def __len__(self) -> int:
-        return len(self._by_id)
-
-    def put(self, key: float, record: Any) -> None:
-        """Add a record (by ``record.id``) at `key`, moving it if it was elsewhere."""
-        self.discard(record.id)
-        bisect.insort(self._order, (key, record.id))
-        self._by_id[record.id] = (key, record)
-
-    def discard(self, record_id: str) -> None:
-        """Remove a record if it is here."""
-        old = self._by_id.pop(record_id, None)
-        if old is not None:
-            i = bisect.bisect_left(self._order, (old[0], record_id))
-            if i < len(self._order) and self._order[i] == (old[0], record_id):
-                del self._order[i]
-
-    def between(self, lo: float = -math.inf, hi: float = math.inf) -> Iterator[Any]:
-        """Yield the records with ``lo <= key <= hi``, in key order.
-
-        The range is fixed when the call is made; records removed since are skipped.
-        """
-        i = bisect.bisect_left(self._order, (lo, ""))
-        j = bisect.bisect_right(self._order, (hi, "\uffff"))
-        for _, rid in self._order[i:j]:
-            found = self._by_id.get(rid)
-            if found is not None:
-                yield found[1]
-
-
-@dataclass
-class UserIndex:
-    """What `LexicalIndexes` holds for one user."""
-
-    bm25: BM25Index[Any]
-    records: dict[Any, Any]
-    """``{id: record}`` of every indexed record."""
-    pinned: dict[str, OrderedRecords]
-    """Per group, the records the registry's `pin` function placed there (a subset of
-    `records`), so that "always show" candidates are found without a pass over all."""
-    version: str = ""
-    """The store change-log head this snapshot reflects (see `MemoryService`)."""
-
-
-class LexicalIndexes:
-    """One `BM25Index` (and the records it indexes) per user, kept in memory.
-
-    Built from the store on first use (`build`), updated in place by `upsert` / `remove`
-    after each store write. Whether a snapshot is still current is the caller's business:
-    each one carries the `version` it was built or last caught up at. Users beyond
-    `max_users` are evicted least recently used first.
-    """
-
-    def __init__(
-        self, *, max_users: int = 256, pin: Callable[[Any], PinKey | None] | None = None
-    ) -> None:
-        """Create an empty registry.
-
-        Args:
-            max_users: How many users' indexes are kept.
-            pin: Returns where a record goes in `UserIndex.pinned` (group, order), or None.
-        """
-        self.max_users = max_users
-        self._pin = pin or (lambda _rec: None)
-        self._entries: OrderedDict[str, UserIndex] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def peek(self, user_id: str) -> UserIndex | None:
-        """Return the user's snapshot if one is loaded."""
-        with self._lock:
-            entry = self._entries.get(user_id)
-            if entry is not None:
-                self._entries.move_to_end(user_id)
-            return entry
-
-    def build(self, user_id: str, records: Iterable[Any], version: str = "") -> UserIndex:
-        """Index a user's recallable records, replacing any snapshot of that user.
-
-        Args:
-            user_id: Whose records.
-            records: Records with ``id`` and ``content`` (see `record_fields`).
-            version: The change-log version the records were read at.
-        """
-        entry = UserIndex(BM25Index(), {}, {}, version)
-        for rec in records:
-            self._add(entry, rec)
-        with self._lock:
-            self._entries[user_id] = entry
-            self._entries.move_to_end(user_id)
-            while len(self._entries) > self.max_users:
-                self._entries.popitem(last=False)
-        return entry
-
-    def _add(self, entry: UserIndex, rec: Any) -> None:
-        text, extra = record_fields(rec)
-        entry.bm25.add(rec.id, text, extra=extra)
-        entry.records[rec.id] = rec
-        for ordered in entry.pinned.values():
-            ordered.discard(rec.id)
-        pin = self._pin(rec)
-        if pin is not None:
-            entry.pinned.setdefault(pin[0], OrderedRecords()).put(pin[1], rec)
-
-    def upsert(self, user_id: str, records: Iterable[Any]) -> None:
-        """Index (or re-index) records of a user whose index is loaded; else do nothing."""
-        entry = self.peek(user_id)
-        if entry is not None:
-            for rec in records:
-                self._add(entry, rec)
-
-    def remove(self, user_id: str, ids: Iterable[Any]) -> None:
-        """Remove records of a user from the loaded index (absent ids are ignored)."""
-        entry = self.peek(user_id)
-        if entry is None:
-            return
-        for i in ids:
-            entry.bm25.remove(i)
-            entry.records.pop(i, None)
-            for ordered in entry.pinned.values():
-                ordered.discard(i)
-
-    def advance(self, user_id: str, old: str, new: str) -> None:
-        """Mark a user's snapshot as current at `new` if it was current at `old`.
-
-        Called after a write whose records were applied in place: a snapshot that had
-        already fallen behind stays behind, so its owner catches up from the store.
-        """
-        entry = self.peek(user_id)
-        if entry is not None and entry.version == old:
-            entry.version = new
-
-    def drop(self, user_id: str | None = None) -> None:
-        """Forget one user's index, or every index; the next `build` makes a new one."""
-        with self._lock:
-            if user_id is None:
-                self._entries.clear()
-            else:
-                self._entries.pop(user_id, None)
+            return [(ids[i], float(scores[i])) for i in order]

@@ -19,11 +19,11 @@ from memory import retrieval
 from memory.changelog import LexicalSnapshots
 from memory.embeddings import embed_queries
 from memory.index import ChromaIndex, IndexUnavailable
-from memory.lexical import UserIndex
 from memory.lifecycle import Policy
 from memory.locks import UserLocks
 from memory.reads import StoreReader
 from memory.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
+from memory.snapshots import UserIndex
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200

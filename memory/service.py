@@ -20,7 +20,6 @@ from memory.changelog import LexicalSnapshots
 from memory.extraction import Extraction
 from memory.index import ChromaIndex
 from memory.indexing import WriteThrough
-from memory.lexical import LexicalIndexes
 from memory.lifecycle import Change, Policy
 from memory.locks import UserLocks, in_worker_thread
 from memory.maintenance import ConsolidationReport, Maintenance
@@ -28,6 +27,7 @@ from memory.progress import Progress
 from memory.reads import MemoryNotFound, StoreReader
 from memory.recall import Recall, Recalled, pin
 from memory.records import Kind, MemoryRecord, Source, check_user_id, utcnow
+from memory.snapshots import LexicalIndexes
 from memory.threads import ThreadNotYours, ThreadRegistry
 from memory.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 

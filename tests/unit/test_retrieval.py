@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import retrieval
-from memory.lexical import BM25Index, LexicalIndexes, OrderedRecords, record_fields, stem, tokenize
+from memory.lexical import BM25Index, stem, tokenize
 from memory.records import MemoryRecord, Source
 from memory.retrieval import (
     RankConfig,
@@ -24,6 +24,7 @@ from memory.retrieval import (
     smooth_with_context,
     window_weight,
 )
+from memory.snapshots import LexicalIndexes, OrderedRecords, record_fields
 from memory.timeparse import find_window
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from langgraph.store.memory import InMemoryStore
 from memory.changelog import CHANGE_LOG_KEYS
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
 from memory.index import ChromaIndex
-from memory.lexical import LexicalIndexes
 from memory.records import InvalidUserId, MemoryRecord, Source
 from memory.service import MemoryNotFound, MemoryService
+from memory.snapshots import LexicalIndexes
 
 
 def contents(hits) -> list[str]:
