@@ -7,6 +7,7 @@ A file per user beside the SQLite store, or a row of our own table in Postgres;
 from __future__ import annotations
 
 import contextlib
+import glob
 import inspect
 import logging
 import os
@@ -91,8 +92,9 @@ class SnapshotFiles:
         """See `SnapshotStore.save`: written aside, then renamed over the old file."""
         if not os.path.isdir(self.directory):
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
-        # One fixed temporary name per user, so `delete` finds one a crash left behind.
-        tmp = self.path(key) + ".tmp"
+        # One temporary name per writer (two processes may save at once), all matching
+        # the pattern `delete` sweeps, so it finds what a crash left behind.
+        tmp = f"{self.path(key)}.{os.getpid()}-{threading.get_ident()}.tmp"
         fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -105,7 +107,7 @@ class SnapshotFiles:
 
     def delete(self, key: str) -> None:
         """See `SnapshotStore.delete` (also a temporary file a crashed save left)."""
-        for path in (self.path(key), self.path(key) + ".tmp"):
+        for path in [self.path(key), *glob.glob(glob.escape(self.path(key)) + ".*.tmp")]:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
 

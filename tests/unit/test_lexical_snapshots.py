@@ -287,9 +287,13 @@ def test_delete_user_deletes_the_copy(store: Any) -> None:
     svc = MemoryService(store, None)
     svc.import_records("gu", _rows("gu", 40))
     assert _found(svc, "gu", "orchard") and _copy(store, "gu").exists()
+    # What a save that crashed half-way leaves: a temporary copy of the user's words.
+    leftover = Path(f"{_copy(store, 'gu')}.4242-1.tmp")
+    leftover.write_bytes(_copy(store, "gu").read_bytes())
     svc.delete_user("gu")
     assert not _copy(store, "gu").exists()
-    assert not Path(str(_copy(store, "gu")) + ".tmp").exists()
+    assert not leftover.exists()
+    assert not list(_copy(store, "gu").parent.glob(_copy(store, "gu").name + "*"))
     assert _found(_fresh(store), "gu", "orchard") == []
 
 
