@@ -215,9 +215,12 @@ def run_info() -> dict[str, Any]:
 
 MEASURED_FILES = (
     "memory/service.py",
+    "memory/recall.py",
     "memory/index.py",
     "memory/retrieval.py",
     "memory/lexical.py",
+    "memory/snapshots.py",
+    "memory/changelog.py",
 )
 """Files whose exact version the numbers depend on (hashed into every run's `run.sha1`)."""
 
@@ -483,7 +486,9 @@ class CachedEmbedder:
                 log(f"  embedded {min(i + chunk, len(todo)):,}/{len(todo):,} {label}")
         return time.perf_counter() - t0
 
-    def warm_from(self, texts: list[str], cache_dir: str | None, *, label: str = "texts") -> dict:
+    def warm_from(
+        self, texts: list[str], cache_dir: str | None, *, label: str = "texts"
+    ) -> dict[str, Any]:
         """`warm`, reading and writing a vector file under `cache_dir` (opt-in) keyed by the
         texts, the embedder spec and the model package version; returns what happened."""
         if not cache_dir:
@@ -549,28 +554,6 @@ class TimedEmbedder:
             return embed_queries(self.inner, texts)
         finally:
             self.seconds += time.perf_counter() - t0
-
-
-class LangchainEmbeddings:
-    """A langchain `Embeddings` around our embedders (for peers that take one).
-
-    Documents go through `embedder` (e.g. a `CachedEmbedder`), queries through
-    `query_embedder` (default: the same), so query embedding is always paid for.
-    """
-
-    def __new__(cls, embedder: Any, *, query_embedder: Any | None = None) -> Any:
-        from langchain_core.embeddings import Embeddings
-
-        query = query_embedder or embedder
-
-        class OurEmbeddings(Embeddings):
-            def embed_documents(self, texts: list[str]) -> list[list[float]]:
-                return embedder.embed(list(texts)).tolist()
-
-            def embed_query(self, text: str) -> list[float]:
-                return query.embed([text])[0].tolist()
-
-        return OurEmbeddings()
 
 
 # --- synthetic memories ------------------------------------------------------------------------
@@ -751,7 +734,7 @@ def memory_rows(
                 id=stable_id("bench", user_id, str(i)),
                 user_id=user_id,
                 agent_id=agent_id,
-                kind=kind,  # type: ignore[arg-type]
+                kind=kind,
                 subject=f"{subject}.{i}",
                 content=content,
                 confidence=0.9,

@@ -38,24 +38,20 @@ import json
 import os
 import random
 import secrets
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+import _servers as S  # noqa: E402  (the servers the integration tests start too)
 
-HOST = "127.0.0.1"
+HOST = S.HOST
 CALL_TIMEOUT = 120.0  # bound on one MCP call (the first loads the encoder); never asserted
 # Words of the facts: a fact is "User keeps a <colour> <thing> called <name>.", the name
 # unique per fact (letters only: digits could read as numbers the privacy filter withholds).
@@ -105,74 +101,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 # --- processes ------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    """Return a loopback TCP port nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
-
-
-class Served:
-    """A server process in its own process group, logging to a file."""
-
-    def __init__(self, name: str, argv: Sequence[str], env: dict[str, str], log: Path) -> None:
-        self.name, self.log_path = name, log
-        self._log = log.open("wb")
-        self.proc = subprocess.Popen(
-            list(argv),
-            env=env,
-            cwd=C.REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # stopping the group also stops what it forks
-        )
-
-    def wait_ready(self, url: str, timeout: float) -> None:
-        """Poll `url` until it answers 200; raise with the server's log otherwise."""
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        deadline = time.monotonic() + timeout
-        last = "no attempt"
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
-            try:
-                with opener.open(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-                    last = f"HTTP {resp.status}"
-            except (urllib.error.URLError, OSError) as exc:
-                last = f"{exc.__class__.__name__}: {exc}"
-            time.sleep(0.25)
-        raise RuntimeError(f"{self.name} not ready at {url} ({last}):\n{self.tail()}")
-
-    def tail(self, chars: int = 3000) -> str:
-        """Return the end of the server's log."""
-        self._log.flush()
-        return self.log_path.read_text(errors="replace")[-chars:]
-
-    def stop(self, grace: float = 15.0) -> None:
-        """Terminate the process group; kill it if it outlives `grace` seconds."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=grace)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._log.close()
-
-
 def server_env(**extra: str) -> dict[str, str]:
     """This process's environment for a server: offline, loopback only, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_AGENT_MCP_")}
-    env.update(C.OFFLINE_ENV, NO_PROXY=HOST, no_proxy=HOST, MEMORY_AGENT_MODEL="offline")
-    env.update(extra)
-    return env
+    env = S.offline_env(**C.OFFLINE_ENV, MEMORY_AGENT_MODEL="offline", **extra)
+    return {k: v for k, v in env.items() if not k.startswith("MEMORY_AGENT_MCP_")}
 
 
 @contextlib.contextmanager
@@ -181,42 +113,36 @@ def deployment(home: Path, pg_url: str, users: list[str]) -> Iterator[dict[str, 
 
     Yields the Chroma port, each process's MCP URL and each user's bearer token.
     """
-    bindir = Path(sys.executable).parent
     tokens = {u: secrets.token_urlsafe(24) for u in users}
     token_file = home / "tokens.json"
     token_file.write_text(json.dumps({t: {"user": u} for u, t in tokens.items()}))
     token_file.chmod(0o600)
-    started: list[Served] = []
+    started: list[S.ServerProcess] = []
     try:
-        chroma_port = free_port()
-        chroma = Served(
-            "chroma run",
-            [str(bindir / "chroma"), "run", "--host", HOST, "--port", str(chroma_port),
-             "--path", str(home / "chroma-server")],
-            server_env(),
-            home / "chroma.log",
-        )  # fmt: skip
+        chroma, chroma_port = S.chroma_run(
+            home / "chroma-server", log_path=home / "chroma.log", env=server_env()
+        )
         started.append(chroma)
-        chroma.wait_ready(f"http://{HOST}:{chroma_port}/api/v2/heartbeat", 60)
         urls = []
         for n in (1, 2):
-            port = free_port()
-            app = Served(
-                f"app {n}",
-                [str(bindir / "memory-agent"), "mcp", "--http", "--host", HOST,
+            port = S.free_port()
+            app = S.ServerProcess(
+                [str(S.venv_bin("memory-agent")), "mcp", "--http", "--host", HOST,
                  "--port", str(port), "--tokens", str(token_file)],
-                server_env(
+                cwd=C.REPO,
+                env=server_env(
                     DATABASE_URL=pg_url,
                     CHROMA_HOST=HOST,
                     CHROMA_PORT=str(chroma_port),
                     MEMORY_AGENT_HOME=str(home / f"app-{n}"),
                 ),
-                home / f"app-{n}.log",
+                log_path=home / f"app-{n}.log",
+                name=f"app {n}",
             )  # fmt: skip
             started.append(app)
             urls.append((app, f"http://{HOST}:{port}"))
         for app, url in urls:  # both load their encoder at once
-            app.wait_ready(f"{url}/healthz", 180)
+            S.wait_http(f"{url}/healthz", 180, server=app)
         C.log(f"chroma run on {chroma_port}; apps on {', '.join(u for _, u in urls)}")
         yield {
             "chroma_port": chroma_port,

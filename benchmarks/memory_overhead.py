@@ -47,6 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+import _servers as S  # noqa: E402  (the one `chroma run` starter)
 import numpy as np  # noqa: E402
 from langchain_core.messages import HumanMessage  # noqa: E402
 from langgraph.graph import START, MessagesState, StateGraph  # noqa: E402
@@ -515,50 +516,20 @@ async def graph_turns(
 @contextmanager
 def chroma_server(home: str) -> Iterator[tuple[tuple[str, int], Any]]:
     """Run `chroma run` on a free loopback port for the run; yield (host, port) and a client."""
-    import socket
-    import subprocess
-
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    exe = Path(sys.executable).parent / "chroma"
-    log_path = Path(home) / "chroma-server.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [str(exe), "run", "--host", "127.0.0.1", "--port", str(port), "--path",
-             os.path.join(home, "chroma-server")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"},
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    client = chromadb.HttpClient(
-                        host="127.0.0.1",
-                        port=port,
-                        settings=ChromaSettings(anonymized_telemetry=False),
-                    )
-                    client.heartbeat()
-                    break
-                except Exception as exc:
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(
-                            f"chroma run did not start ({exc}); its log:\n"
-                            + log_path.read_text(errors="replace")[-2000:]
-                        ) from exc
-                    time.sleep(0.3)
-            C.log(f"Chroma server on 127.0.0.1:{port}")
-            yield ("127.0.0.1", port), client
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    server, port = S.chroma_run(
+        Path(home) / "chroma-server", log_path=Path(home) / "chroma-server.log"
+    )
+    try:
+        client = chromadb.HttpClient(
+            host=S.HOST, port=port, settings=ChromaSettings(anonymized_telemetry=False)
+        )
+        C.log(f"Chroma server on {S.HOST}:{port}")
+        yield (S.HOST, port), client
+    finally:
+        server.stop()
 
 
 @contextmanager

@@ -14,8 +14,9 @@ Systems, all with the same embedding (our bundled USE model, 512 dims), in one r
   rebuilt on `langchain_chroma.Chroma` (git revision ``--index-before``, loaded from git into
   a temporary module for this run; '' skips it). ``index_vs_before`` compares the two
   indexes on the same 10k memories of one user: `MemoryService.search`, `ChromaIndex.query`
-  (200 candidates) and one-record `ChromaIndex.upsert`, taking turns, and the bulk fill;
-  ratios new / old (1.0 or below: no slower).
+  (200 candidates), one-record `ChromaIndex.upsert` and the bulk fill of the 10k
+  (``--index-fill-rounds`` times each), taking turns; wall and CPU time, ratios new / old
+  (1.0 or below: no slower).
 * ``langgraph_inmemory``: LangGraph's `InMemoryStore(index={"dims": 512, "embed": ...})`,
   what LangMem and the memory-agent template use; `store.search(namespace, query=...)`.
 * ``langchain_chroma``: a plain langchain-chroma `Chroma(...).similarity_search`, one shared
@@ -73,7 +74,7 @@ from langgraph.store.base import PutOp  # noqa: E402
 
 from memory.backends import BackendConfig, open_backends  # noqa: E402
 from memory.embeddings import make_embedder  # noqa: E402
-from memory.index import ChromaIndex  # noqa: E402
+from memory.index import ChromaIndex, EmbedderEmbeddings  # noqa: E402
 from memory.lifecycle import Policy  # noqa: E402
 from memory.records import KINDS, MemoryRecord, Source, namespace, stable_id  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
@@ -108,6 +109,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="git revision of memory/index.py to measure beside this one ('' to skip)",
     )
     p.add_argument("--index-adds", type=int, default=100, help="one-record adds per index")
+    p.add_argument(
+        "--index-fill-rounds", type=int, default=3, help="bulk fills of --size per index"
+    )
     p.add_argument("--quick", action="store_true", help="2,000 memories, 50 queries, 2 convs")
     C.output_args(p)
     a = p.parse_args(argv)
@@ -243,7 +247,8 @@ class Ours(System):
         if name:
             self.name = name
 
-    def fill(self, user: str, docs: list[Doc]) -> None:
+    def records(self, user: str, docs: list[Doc]) -> list[MemoryRecord]:
+        """The records `import_records` would write for `docs`."""
         records = []
         for d in docs:
             at = d.said_at or datetime(2025, 1, 1, tzinfo=UTC)
@@ -251,7 +256,7 @@ class Ours(System):
                 MemoryRecord(
                     id=d.id,
                     user_id=user,
-                    kind=(self.kind or d.kind),  # type: ignore[arg-type]
+                    kind=(self.kind or d.kind),
                     subject=f"bench.{d.id}",
                     content=d.text,
                     confidence=0.9,
@@ -261,11 +266,19 @@ class Ours(System):
                     valid_from=at,
                 )
             )
+        return records
+
+    def fill_vectors(self, records: list[MemoryRecord]) -> None:
+        """Write the records' index entries (vectors from the warm cache) in slices."""
+        for part in C.chunks(records, INDEX_SLICE):
+            self.fill_index.upsert(part)
+
+    def fill(self, user: str, docs: list[Doc]) -> None:
+        records = self.records(user, docs)
         store = self.backends.store
         for part in C.chunks(records, 1000):
             store.batch([PutOp(namespace(user, r.kind), r.id, r.to_store()) for r in part])
-        for part in C.chunks(records, INDEX_SLICE):
-            self.fill_index.upsert(part)
+        self.fill_vectors(records)
 
     def search(self, user: str, query: str, k: int, now: datetime | None) -> list[str]:
         return [r.record.id for r in self.service.search(user, query, k, now=now)]
@@ -380,7 +393,8 @@ class Mem0(System):
         meta["created_at"] = datetime.now(UTC).isoformat()
         meta["updated_at"] = meta["created_at"]
         meta["text_lemmatized"] = lemmatize_for_bm25(d.text)
-        return meta
+        payload: dict[str, Any] = meta
+        return payload
 
     def fill(self, user: str, docs: list[Doc], *, via_add: int = 1) -> None:
         import uuid
@@ -434,7 +448,7 @@ def latency(
     user: str,
     queries: list[str],
     k: int,
-    extra: dict[str, Callable],
+    extra: dict[str, Callable[[str], object]],
     seconds: float,
 ) -> dict[str, Any]:
     """Per system: the time of one search; systems take turns query by query."""
@@ -645,60 +659,74 @@ def compare_indexes(
     user: str,
     query_vectors: np.ndarray,
     adds: list[Doc],
+    fill_docs: list[Doc],
+    rounds: int,
     search: dict[str, Any],
     fill: dict[str, Any],
 ) -> dict[str, Any]:
     """The index on LangChain's Chroma next to the one before, on the same memories.
 
-    * ``search``: `MemoryService.search` end to end (from the latency run, alternating);
     * ``query``: `ChromaIndex.query` alone, 200 candidates as the service asks, from
       pre-computed query vectors, the two indexes taking turns query by query;
     * ``add``: `ChromaIndex.upsert` of one new record into the user's collection (what a
       save does to Chroma), vectors pre-computed, the two indexes taking turns;
-    * ``fill``: the bulk load of the user's memories (slices of 5,000).
+    * ``fill``: `ChromaIndex.upsert` of the user's memories (slices of 5,000, vectors
+      pre-computed) into a new collection, ``rounds`` times each, the two indexes taking
+      turns (new, old, old, new, ...); each collection is dropped after its round;
+    * ``search``: `MemoryService.search` end to end (from the latency run, alternating);
+    * ``system_fill``: the whole fill of each system before the latency run (store and
+      index, latency user and LoCoMo users), once each, one after the other.
 
-    Ratios are new / old: 1.0 or below means the new index is no slower.
+    Besides wall time, each of ``query``, ``add`` and ``fill`` has the CPU time of this
+    process (every thread, Chroma's included) spent in the calls: on a loaded machine it
+    moves less with what else runs than wall time does. Ratios are new / old: 1.0 or
+    below means the new index is no slower.
     """
     pair = {"new": new, "old": old}
-    times: dict[str, dict[str, list[float]]] = {"query": {}, "add": {}}
-    for what in times:
-        times[what] = {name: [] for name in pair}
+    whats = ("query", "add", "fill")
+    wall: dict[str, dict[str, list[float]]] = {w: {n: [] for n in pair} for w in whats}
+    cpu: dict[str, dict[str, list[float]]] = {w: {n: [] for n in pair} for w in whats}
+
+    def timed(what: str, name: str, call: Callable[..., object], *args: Any) -> None:
+        w0, c0 = time.perf_counter(), time.process_time()
+        call(*args)
+        cpu[what][name].append(time.process_time() - c0)
+        wall[what][name].append(time.perf_counter() - w0)
+
+    def turns(i: int) -> tuple[str, str]:
+        return ("new", "old") if i % 2 == 0 else ("old", "new")
+
     for i, vector in enumerate(query_vectors):
-        for name in ("new", "old") if i % 2 == 0 else ("old", "new"):
-            t0 = time.perf_counter()
-            pair[name].index.query(user, vector, 200)
-            times["query"][name].append(time.perf_counter() - t0)
-    at = datetime(2025, 1, 1, tzinfo=UTC)
+        for name in turns(i):
+            timed("query", name, pair[name].index.query, user, vector, 200)
     for i, d in enumerate(adds):
-        for name in ("new", "old") if i % 2 == 0 else ("old", "new"):
-            record = MemoryRecord(
-                id=d.id,
-                user_id=user,
-                kind="fact",
-                subject=f"bench.{d.id}",
-                content=d.text,
-                source=Source(via="import", said_at=at),
-                created_at=at,
-                updated_at=at,
-                valid_from=at,
-            )
-            t0 = time.perf_counter()
-            pair[name].fill_index.upsert([record])
-            times["add"][name].append(time.perf_counter() - t0)
+        for name in turns(i):
+            (record,) = pair[name].records(user, [d])
+            timed("add", name, pair[name].fill_index.upsert, [record])
+    for i in range(rounds):
+        for name in turns(i):
+            scratch = f"index-fill-{name}-{i}"
+            records = pair[name].records(scratch, fill_docs)
+            timed("fill", name, pair[name].fill_vectors, records)
+            pair[name].fill_index.drop_user(scratch)
     out: dict[str, Any] = {
         "new": "memory.index on langchain_chroma.Chroma (this checkout)",
         "old": f"memory/index.py at {INDEX_BEFORE[:10]} (chromadb directly), loaded from git",
     }
-    for what, by in times.items():
-        new_ms, old_ms = C.summarize_ms(by["new"]), C.summarize_ms(by["old"])
+    for what in whats:
+        new_ms, old_ms = C.summarize_ms(wall[what]["new"]), C.summarize_ms(wall[what]["old"])
+        cpu_new = C.summarize_ms(cpu[what]["new"]).get("median_ms")
+        cpu_old = C.summarize_ms(cpu[what]["old"]).get("median_ms")
         out[what] = {
-            "new": new_ms,
-            "old": old_ms,
+            "new": {**new_ms, "cpu_median_ms": cpu_new},
+            "old": {**old_ms, "cpu_median_ms": cpu_old},
             "ratio_new_over_old": {
                 "median": C.ratio(new_ms.get("median_ms"), old_ms.get("median_ms")),
                 "p95": C.ratio(new_ms.get("p95_ms"), old_ms.get("p95_ms")),
+                "cpu_median": C.ratio(cpu_new, cpu_old),
             },
         }
+    out["fill"]["memories"] = len(fill_docs)
     s_new, s_old = search.get(new.name, {}), search.get(old.name, {})
     out["search"] = {
         "new": s_new,
@@ -710,11 +738,11 @@ def compare_indexes(
     }
     f_new = fill.get(new.name, {}).get("seconds")
     f_old = fill.get(old.name, {}).get("seconds")
-    out["fill"] = {
+    out["system_fill"] = {
         "new_seconds": f_new,
         "old_seconds": f_old,
         "ratio_new_over_old": C.ratio(f_new, f_old),
-        "note": "the whole fill of the system: latency user and LoCoMo users",
+        "note": "store and index, latency user and LoCoMo users; once each, new first",
     }
     return out
 
@@ -759,7 +787,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     texts = [d.text for d in docs] + [d.text for c in convs for d in c.docs]
     C.log(f"embedding {len(texts):,} texts once (batched)")
     result["embedding"] = {"texts": len(texts), **cached.warm_from(texts, args.embed_cache)}
-    lc = C.LangchainEmbeddings(cached, query_embedder=base)
+    # Stored texts from the warm cache; queries embedded afresh (`CachedEmbedder.embed_query`).
+    lc = EmbedderEmbeddings(cached)
 
     with tempfile.TemporaryDirectory(prefix="memory-agent-peers-") as home:
         os.environ["MEMORY_AGENT_HOME"] = os.path.join(home, "ours")
@@ -843,7 +872,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         C.log(f"latency: {args.queries} queries x {len(systems) + 1} systems at {args.size:,}")
         vecs = cached.embed([d.text for d in docs])
-        extra: dict[str, Callable] = {
+        extra: dict[str, Callable[[str], object]] = {
             "embed_query_only": lambda q: base.embed([q]),
             "numpy_exact_cosine_incl_embed": lambda q: np.argsort(-(vecs @ base.embed([q])[0]))[
                 : args.latency_k
@@ -863,7 +892,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ),
             }
         if ours_before is not None:
-            C.log(f"index vs before: {len(queries)} queries, {args.index_adds} adds each")
+            C.log(
+                f"index vs before: {len(queries)} queries, {args.index_adds} adds, "
+                f"{args.index_fill_rounds} fills of {len(docs):,} each"
+            )
             adds = synthetic_docs(args.size + args.index_adds)[args.size :]
             cached.embed([d.text for d in adds])
             result["index_vs_before"] = compare_indexes(
@@ -872,6 +904,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 latency_user,
                 base.embed(queries),
                 adds,
+                docs,
+                args.index_fill_rounds,
                 result["latency"],
                 fill,
             )

@@ -4,6 +4,12 @@ Each user's vectors live in one collection, reached through LangChain's
 `langchain_chroma.Chroma` vector store, so the index is a LangChain `VectorStore` and can
 hand out a retriever (`ChromaIndex.as_retriever`). The bundled encoder (or whatever
 embedder is configured) is wrapped as a LangChain `Embeddings` (`EmbedderEmbeddings`).
+The index's own writes and nearest-neighbour queries go to the collection that vector
+store holds, with numpy vectors and without texts the service does not read: the same
+entries LangChain writes and reads, without its conversions. What still costs more than
+the index that called `chromadb` directly is the text in each entry, which LangChain
+needs (its `Chroma` drops hits without one) and Chroma's embedded engine stores and
+indexes for full-text search (`benchmarks/peers.py` measures the two side by side).
 
 A hit from Chroma is a candidate, not a fact: a vector can outlive a forget or an update
 (a crashed write, another process mid-write, a write that failed and awaits repair). The
@@ -27,8 +33,8 @@ from memory.embeddings import Embedder, embed_queries
 from memory.records import MemoryRecord, user_key
 
 if TYPE_CHECKING:
+    from chromadb.api.types import Metadata, QueryResult
     from langchain_chroma import Chroma
-    from langchain_core.documents import Document
     from langchain_core.vectorstores import VectorStoreRetriever
 
 COLLECTION_PREFIX = "mem-"
@@ -78,11 +84,15 @@ class EmbedderEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         """Return the vectors of stored texts."""
-        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32).tolist()
+        vectors: list[list[float]] = np.asarray(
+            self.embedder.embed(list(texts)), dtype=np.float32
+        ).tolist()
+        return vectors
 
     def embed_query(self, text: str) -> list[float]:
         """Return the vector of one search query."""
-        return embed_queries(self.embedder, [text])[0].tolist()
+        vector: list[float] = np.asarray(embed_queries(self.embedder, [text])[0]).tolist()
+        return vector
 
 
 class ChromaIndex:
@@ -254,27 +264,37 @@ class ChromaIndex:
         for start in range(0, len(records), UPSERT_BATCH):
             part = records[start : start + UPSERT_BATCH]
             texts = [r.content for r in part]
+            vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
             ids = [r.id for r in part]
-            metas: list[dict[str, Any]] = [
+            metas: list[Metadata] = [
                 {"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in part
             ]
-            self._call(part[0].user_id, True, _add_op(texts, metas, ids), None)
+            self._call(part[0].user_id, True, _upsert_op(ids, vectors, texts, metas), None)
 
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
         if k <= 0:
             return []
-        query = np.asarray(vector, dtype=np.float32).reshape(-1).tolist()
+        query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
 
-        def nearest(store: Chroma) -> list[tuple[Document, float]]:
-            return store.similarity_search_by_vector_with_relevance_scores(query, k=k)
+        def nearest(store: Chroma) -> QueryResult:
+            # The query `similarity_search_by_vector_with_relevance_scores` makes, minus the
+            # texts and `Document`s of 200 candidates the service re-reads from the store
+            # anyway (a tenth of a query's time).
+            return store._collection.query(
+                query_embeddings=query, n_results=k, include=["metadatas", "distances"]
+            )
 
-        none: list[tuple[Document, float]] = []
-        found = self._call(user_id, False, nearest, none)
+        res = self._call(user_id, False, nearest, None)
+        if res is None:
+            return []
+        ids = res["ids"][0]
+        metas = (res["metadatas"] or [[{}] * len(ids)])[0]
+        dists = (res["distances"] or [[1.0] * len(ids)])[0]
         # Cosine space: Chroma's distance is 1 - cosine similarity.
         return [
-            IndexHit(id=str(doc.id), kind=str(doc.metadata.get("kind", "")), similarity=1.0 - d)
-            for doc, d in found
+            IndexHit(id=i, kind=str((m or {}).get("kind", "")), similarity=1.0 - float(d))
+            for i, m, d in zip(ids, metas, dists, strict=True)
         ]
 
     def ids(self, user_id: str) -> set[str]:
@@ -307,11 +327,17 @@ class ChromaIndex:
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
 
 
-def _add_op(
-    texts: list[str], metas: list[dict[str, Any]], ids: list[str]
-) -> Callable[[Chroma], list[str]]:
-    def op(store: Chroma) -> list[str]:
-        return store.add_texts(texts, metadatas=metas, ids=ids)
+def _upsert_op(
+    ids: list[str], vectors: np.ndarray, texts: list[str], metas: list[Metadata]
+) -> Callable[[Chroma], None]:
+    def op(store: Chroma) -> None:
+        # The write `Chroma.add_texts` makes (one upsert of ids, vectors, texts and
+        # metadata into the store's collection), without its detours: it takes no
+        # vectors (it embeds), hands them to Chroma as Python lists, which Chroma turns
+        # back into arrays one row at a time, and copies the batch to split entries with
+        # metadata from those without. Same collection, same entries: `as_retriever` and
+        # LangChain's searches read them as their own.
+        store._collection.upsert(ids=ids, embeddings=vectors, documents=texts, metadatas=metas)
 
     return op
 

@@ -5,13 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -20,127 +14,23 @@ from typing import Any
 import psycopg
 import pytest
 
-# Variables that would point a server at real services or leak a key into it.
-_LEAKY_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "DATABASE_URL",
-    "POSTGRES_URI",
-    "CHROMA_HOST",
-    "CHROMA_PORT",
-    "LANGSMITH_API_KEY",
-    "LANGCHAIN_API_KEY",
-)
-
-
 REPO = Path(__file__).resolve().parents[2]
 
+# The benchmarks start the same servers (`deploy_load.py`), so the one starter lives in
+# benchmarks/ (free of import side effects). Appended: no benchmark script may shadow a
+# module the tests import.
+sys.path.append(str(REPO / "benchmarks"))
+from _servers import (  # noqa: E402
+    ServerProcess,
+    chroma_run,
+    free_port,
+    offline_env,
+    start_server,
+    venv_bin,
+    wait_http,
+)
 
-def venv_bin(name: str) -> Path:
-    """Return a console script installed next to the running interpreter."""
-    return Path(sys.executable).parent / name
-
-
-def free_port() -> int:
-    """Return a TCP port on loopback that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def offline_env(**extra: str) -> dict[str, str]:
-    """Return this process's environment without keys or remote endpoints, plus `extra`."""
-    env = {k: v for k, v in os.environ.items() if k not in _LEAKY_ENV}
-    env.update(
-        ANONYMIZED_TELEMETRY="False",
-        LANGSMITH_TRACING="false",
-        LANGCHAIN_TRACING_V2="false",
-        NO_PROXY="127.0.0.1,localhost",
-        no_proxy="127.0.0.1,localhost",
-    )
-    env.update(extra)
-    return env
-
-
-class ServerProcess:
-    """A server started in its own process group, logging to a file."""
-
-    def __init__(
-        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log_path: Path
-    ) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("wb")
-        # Own session: stopping the group also stops workers the server forks.
-        self.proc = subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def alive(self) -> bool:
-        """Return True while the server process runs."""
-        return self.proc.poll() is None
-
-    def log(self, since: int = 0) -> str:
-        """Return the server's output from byte offset `since`."""
-        if not self._log.closed:
-            self._log.flush()
-        with self.log_path.open("rb") as f:
-            f.seek(since)
-            return f.read().decode(errors="replace")
-
-    def log_size(self) -> int:
-        """Return how many bytes the server has logged so far."""
-        return self.log_path.stat().st_size
-
-    def stop(self, grace: float = 10.0) -> None:
-        """Terminate the process group, killing it if it outlives `grace` seconds."""
-        if self.alive():
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-                self.proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=grace)
-            except ProcessLookupError:
-                pass
-        # Workers may outlive a leader that exited on SIGTERM.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._log.close()
-
-
-def wait_http(url: str, timeout: float, *, server: ServerProcess | None = None) -> None:
-    """Poll `url` until it answers 200.
-
-    Raises:
-        RuntimeError: If it does not within `timeout` seconds or `server` exits first;
-            the message carries the server's log.
-    """
-    # No proxy, ever: the servers are on loopback.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    deadline = time.monotonic() + timeout
-    last = "no attempt"
-    while time.monotonic() < deadline:
-        if server is not None and not server.alive():
-            raise RuntimeError(
-                f"server exited with {server.proc.returncode} before {url} answered:\n"
-                + server.log()
-            )
-        try:
-            with opener.open(url, timeout=2) as resp:
-                if resp.status == 200:
-                    return
-                last = f"HTTP {resp.status}"
-        except (urllib.error.URLError, OSError) as exc:
-            last = f"{exc.__class__.__name__}: {exc}"
-        time.sleep(0.25)
-    logged = server.log() if server is not None else ""
-    raise RuntimeError(f"{url} not ready after {timeout:.0f}s ({last}):\n{logged}")
+__all__ = ["REPO", "ServerProcess", "Servers", "free_port", "offline_env", "sdk_client"]
 
 
 @contextlib.asynccontextmanager
@@ -180,16 +70,23 @@ class Servers:
         timeout: float = 120.0,
     ) -> ServerProcess:
         """Start a server and wait until `ready_url` answers 200."""
-        n = len(self.started)
-        server = ServerProcess(
+        server = start_server(
             argv,
+            ready_url=ready_url,
+            log_path=self.tmp / f"server-{len(self.started)}.log",
             cwd=cwd or self.tmp,
-            env=env if env is not None else offline_env(),
-            log_path=self.tmp / f"server-{n}.log",
+            env=env,
+            timeout=timeout,
         )
         self.started.append(server)
-        wait_http(ready_url, timeout, server=server)
         return server
+
+    def chroma(self, path: Path, *, port: int | None = None) -> tuple[int, ServerProcess]:
+        """Start `chroma run` (data under `path`) on `port` or a free one; return port, server."""
+        log_path = self.tmp / f"server-{len(self.started)}.log"
+        server, port = chroma_run(path, log_path=log_path, port=port)
+        self.started.append(server)
+        return port, server
 
     def langgraph_dev(self, name: str, graph: str, **env: str) -> tuple[str, ServerProcess]:
         """Start `langgraph dev` serving one graph of the repo's `langgraph.json`.
@@ -265,11 +162,13 @@ def pg_url() -> str:
 
     explicit = os.environ.get("TEST_DATABASE_URL")
     urls = (explicit,) if explicit else CANDIDATE_URLS
-    url = next((u for u in urls if _reachable(u)), None)
+    url = next((u for u in urls if u and _reachable(u)), None)
     if url is None:
         # CI machines run PostgreSQL: there a missing server is a failure, not a skip.
-        message = f"no PostgreSQL answers at {', '.join(urls)}"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+        message = f"no PostgreSQL answers at {', '.join(u or '' for u in urls)}"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     for attempt in range(3):  # another test process may be creating the tables right now
         try:
             with PostgresSaver.from_conn_string(url) as saver:

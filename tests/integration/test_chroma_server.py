@@ -29,13 +29,7 @@ def _contents(service: MemoryService, user: str, query: str) -> list[str]:
 def test_memory_service_over_chroma_server(
     servers: Servers, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = servers.free_port()
-    server = servers.start(
-        [str(servers.bin("chroma")), "run", "--host", HOST, "--port", str(port),
-         "--path", str(servers.tmp / "chroma-db")],
-        ready_url=f"http://{HOST}:{port}/api/v2/heartbeat",
-        timeout=60,
-    )  # fmt: skip
+    port, server = servers.chroma(servers.tmp / "chroma-db")
     embedder = make_embedder("local")
     index = ChromaIndex.open(embedder, host=HOST, port=port)
     service = MemoryService(InMemoryStore(), index)
@@ -115,13 +109,7 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
 
     from memory.records import MemoryRecord
 
-    port = servers.free_port()
-    servers.start(
-        [str(servers.bin("chroma")), "run", "--host", HOST, "--port", str(port),
-         "--path", str(servers.tmp / "chroma-retriever")],
-        ready_url=f"http://{HOST}:{port}/api/v2/heartbeat",
-        timeout=60,
-    )  # fmt: skip
+    port, _ = servers.chroma(servers.tmp / "chroma-retriever")
     index = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)
     service = MemoryService(InMemoryStore(), index)
 

@@ -306,11 +306,7 @@ async def test_recall_bookkeeping_never_undoes_a_parallel_supersede(
 async def test_chroma_server_stopped_mid_run_degrades_then_repairs(
     servers: Servers, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = servers.free_port()
-    argv = [str(servers.bin("chroma")), "run", "--host", HOST, "--port", str(port),
-            "--path", str(tmp_path / "chroma-data")]  # fmt: skip
-    ready = f"http://{HOST}:{port}/api/v2/heartbeat"
-    server = servers.start(argv, ready_url=ready, timeout=60)
+    port, server = servers.chroma(tmp_path / "chroma-data")
     config = BackendConfig(home=str(tmp_path / "home"), chroma_host=HOST, chroma_port=port)
     user = "rita"
     async with open_session(Settings(backend=config)) as s:
@@ -344,7 +340,7 @@ async def test_chroma_server_stopped_mid_run_degrades_then_repairs(
         assert await svc.apending_repairs(user) >= 1
 
         # Same port, same data directory: what was indexed before the stop is still there.
-        servers.start(argv, ready_url=ready, timeout=60)
+        servers.chroma(tmp_path / "chroma-data", port=port)
         assert await asyncio.to_thread(index.ids, user) == indexed
         live = await asyncio.to_thread(live_ids, svc, user)
         assert live > indexed  # the writes made while it was down are missing
