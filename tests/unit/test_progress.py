@@ -214,9 +214,12 @@ def _in_terminal(argv: list[str], env: dict[str, str]) -> tuple[int, str]:
     os.close(slave)
     out = bytearray()
     deadline = time.monotonic() + 120
+    # poll, not select: after a long test session the descriptor may be above 1023.
+    poller = select.poll()
+    poller.register(master, select.POLLIN)
     try:
         while True:
-            ready, _, _ = select.select([master], [], [], max(deadline - time.monotonic(), 0))
+            ready = poller.poll(max(deadline - time.monotonic(), 0) * 1000)
             if not ready:
                 proc.kill()
                 raise AssertionError(f"{argv} did not finish; it printed: {out.decode()!r}")
