@@ -33,7 +33,7 @@ is asked after the whole conversation. Three systems are measured side by side:
   `MemoryService.search(user, question, k=max(ks), now=<last session + 1 day>)` and the
   results are ranked in the order returned (hits mapped back to dia_ids through
   `record.source.message_ids[0]`; "core" results dropped: there are none for episodes).
-  Whatever `search` decides (relevance floor, lexical-match filter for episodes, dedupe of
+  Whatever `search` decides (relevance floor, episode floor and margins, dedupe of
   equal texts) is kept: it may return fewer than k results.
 
 Metrics per system, overall and per category: evidence recall@k ("all" evidence turns in

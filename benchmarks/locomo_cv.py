@@ -56,6 +56,7 @@ import numpy as np  # noqa: E402
 from memory import retrieval  # noqa: E402
 from memory.embeddings import embed_queries, make_embedder  # noqa: E402
 from memory.lexical import BM25Index  # noqa: E402
+from memory.recall import drop_restated_turns  # noqa: E402
 from memory.records import normalize_text  # noqa: E402
 from memory.timeparse import find_window  # noqa: E402
 
@@ -77,6 +78,15 @@ GRID: dict[str, list[Any]] = {
 FLOOR_GRID: dict[str, list[float]] = {
     "local": [0.0, 0.1, 0.15, 0.2, 0.25],
     "local-e5": [0.0, 0.7, 0.75, 0.78, 0.8, 0.82, 0.85],
+}
+# The similarity at which a raw turn sharing no word with the query is recalled anyway
+# (`retrieval.episode_floor`); inf: never (raw turns need a word in common).
+INF = float("inf")
+MARGIN_GRID: list[float] = [INF, 0.05, 0.1, 0.15, 0.2]
+"""How close to the best similarity a hit with no lexical support must come."""
+EPISODE_FLOOR_GRID: dict[str, list[float]] = {
+    "local": [INF, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
+    "local-e5": [INF, 0.8, 0.82, 0.84, 0.86, 0.88, 0.9],
 }
 ENTITY_GRID: dict[str, list[Any]] = {
     "entity_seeds": [0, 3, 5],
@@ -162,11 +172,11 @@ def recording_rank() -> Iterator[list[dict[str, Any]]]:
                       "live": dict(records), "now": now})  # fmt: skip
         return real(query, dense, lexical, records, now, **kw)
 
-    retrieval.rank = spy  # type: ignore[assignment]
+    retrieval.rank = spy
     try:
         yield calls
     finally:
-        retrieval.rank = real  # type: ignore[assignment]
+        retrieval.rank = real
 
 
 def dia_of(rec: Any) -> str:
@@ -258,6 +268,9 @@ class Trial:
             "lexical_weight": c.lexical_weight,
             "dense_weight": c.dense_weight,
             "relevance_floor": self.floor,
+            "episode_floor": None if c.episode_floor in (None, INF) else c.episode_floor,
+            "dense_margin": None if c.dense_margin in (None, INF) else c.dense_margin,
+            "lexical_margin": None if c.lexical_margin in (None, INF) else c.lexical_margin,
             "decay_weight": c.decay_weight,
             "episode_half_life": c.half_life_days.get("episode"),
             "time_boost": c.time_boost,
@@ -290,11 +303,33 @@ class Trial:
         return getattr(self.config, name)
 
 
-def floor_spec(floor: float) -> str:
-    """An embedder name whose relevance floor is `floor` (RankConfig selects floors by name)."""
-    name = f"cv-floor-{floor:g}"
-    retrieval.RELEVANCE_FLOORS[name] = floor
-    return name
+def json_grid(grid: dict[str, list[float]]) -> dict[str, list[float | None]]:
+    """A grid of floors for JSON: infinity (never) as null."""
+    return {k: [None if v == INF else v for v in vs] for k, vs in grid.items()}
+
+
+def default_grid(spec: str) -> dict[str, list[Any]]:
+    """What LoCoMo tunes for an encoder: its floors and `GRID`."""
+    return (
+        {"floor": FLOOR_GRID.get(spec, [0.0])}
+        | GRID
+        | {"episode_floor": EPISODE_FLOOR_GRID.get(spec, [INF])}
+        | {"dense_margin": MARGIN_GRID}
+    )
+
+
+def start_trial(spec: str, language: str = "en") -> Trial:
+    """Today's configuration of an encoder for queries in a language ("en" or "zh")."""
+    config = retrieval.RankConfig(embedder=spec)
+    t = retrieval.tuned(config, "中文" if language == "zh" else "en")
+    config = replace(
+        config,
+        dense_weight=t.dense_weight,
+        episode_floor=t.episode_floor,
+        dense_margin=t.dense_margin,
+        lexical_margin=t.lexical_margin,
+    )
+    return Trial(config, t.relevance_floor)
 
 
 Expander = Callable[[Asked, list[tuple[str, float]], Trial], list[tuple[str, float]]]
@@ -302,13 +337,13 @@ Expander = Callable[[Asked, list[tuple[str, float]], Trial], list[tuple[str, flo
 
 def replay(a: Asked, trial: Trial, expand: Expander | None = None) -> list[str]:
     """What `MemoryService.search` would return for this question under `trial`."""
-    config = replace(trial.config, embedder=floor_spec(trial.floor))
+    config = replace(trial.config, relevance_floor=trial.floor)
     ranked = retrieval.rank(
         a.question.question, a.dense, a.lexical, a.live, a.now, config=config,
         k=3 * KMAX + 10, window=a.window, names=a.names,
     )  # fmt: skip
-    matched = {i for i, s in a.lexical if s > 0}
-    ranked = [(i, s) for i, s in ranked if a.live[i].kind != "episode" or i in matched]
+    # As `search` does (the pinned core memories are not recorded: none in LoCoMo).
+    ranked = drop_restated_turns(ranked, a.live, a.lexical, [], KMAX)
     if expand is not None and trial.entity_seeds:
         ranked = expand(a, ranked, trial)
     out: list[str] = []
@@ -405,22 +440,22 @@ def cross_validate(
     expand: Expander | None = None,
     entity_grid: dict[str, list[Any]] | None = None,
     start: Trial | None = None,
+    grid: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
     """In-sample (defaults and tuned on all) and leave-one-conversation-out figures."""
     ev = Evaluator(asked, expand)
-    default = Trial(retrieval.RankConfig(), retrieval.relevance_floor(spec))
-    start = start or default
-    grid = {"floor": FLOOR_GRID.get(spec, [0.0])} | GRID | (entity_grid or {})
+    start = start or start_trial(spec)
+    grid = (grid or default_grid(spec)) | (entity_grid or {})
     all_convs = list(range(len(asked)))
     cats = [a.question.category for conv in asked for a in conv]
 
     def rows_of(trial: Trial, convs: Sequence[int]) -> list[tuple[float, float]]:
         per = ev.per_conv(trial)
-        return [tuple(r) for c in convs for r in per[c].tolist()]  # type: ignore[misc]
+        return [tuple(r) for c in convs for r in per[c].tolist()]
 
     t0 = time.perf_counter()
     tuned_all = tune(ev, start, grid, all_convs, rounds)
-    folds = []
+    folds: list[dict[str, Any]] = []
     held_rows: list[tuple[float, float]] = []
     held_cats: list[int] = []
     for held in all_convs:
@@ -515,9 +550,9 @@ def baselines(asked: list[list[Asked]], convs: list[locomo.Conversation]) -> dic
     return {name: summarize(rows, cats) for name, rows in out.items()}
 
 
-def replay_mismatches(asked: list[list[Asked]], spec: str) -> int:
+def replay_mismatches(asked: list[list[Asked]], spec: str, language: str = "en") -> int:
     """Questions where replaying today's configuration differs from what `search` returned."""
-    default = Trial(retrieval.RankConfig(), retrieval.relevance_floor(spec))
+    default = start_trial(spec, language)
     return sum(1 for conv in asked for a in conv if replay(a, default) != a.returned)
 
 
@@ -544,7 +579,12 @@ def run_cv(
         **stats,
         "objective": "mean of R@5_all and R@10_all over the training questions",
         "rounds": rounds,
-        "grid": {"floor": FLOOR_GRID} | GRID,
+        "grid": {"floor": FLOOR_GRID}
+        | GRID
+        | {
+            "episode_floor": json_grid(EPISODE_FLOOR_GRID),
+            "dense_margin": json_grid({"all": MARGIN_GRID}),
+        },
         "encoders": {},
     }
     with tempfile.TemporaryDirectory(prefix="locomo-cv-") as tmp:

@@ -58,6 +58,37 @@ class Recalled:
     (the other side of a conflicting note that was recalled)."""
 
 
+def drop_restated_turns(
+    ranked: list[tuple[str, float]],
+    live: dict[str, MemoryRecord],
+    lexical: list[tuple[str, float]],
+    pinned: list[MemoryRecord],
+    k: int,
+) -> list[tuple[str, float]]:
+    """Drop raw turns, recalled on meaning alone, whose own extraction is recalled too.
+
+    "I live in Oslo." next to "User lives in Oslo." (extracted from that very message, so
+    its source is that one message) only repeats it; a turn that matched the query's words
+    is kept, since it may say more than was extracted.
+    """
+    said = {
+        r.source.message_ids[0]
+        for r in [live[i] for i, _ in ranked[:k]] + pinned
+        if r.kind != "episode" and len(r.source.message_ids) == 1
+    }
+    if not said:
+        return ranked
+    matched = {i for i, s in lexical if s > 0}
+    return [
+        (i, s)
+        for i, s in ranked
+        if live[i].kind != "episode"
+        or i in matched
+        or not live[i].source.message_ids
+        or not set(live[i].source.message_ids) <= said
+    ]
+
+
 class Recall:
     """Searches one store's memories for one agent, and counts what was recalled."""
 
@@ -116,14 +147,13 @@ class Recall:
         # grow with every memory the user has.
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
+        # Raw conversation turns come back when their words match, or above the episode
+        # floor of the encoder and the query's language (`retrieval.episode_floor`).
         ranked = retrieval.rank(
             query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10
         )
-        # Raw conversation turns come back only when their words match: a vague dense
-        # neighbour from an old conversation is noise next to the extracted memories.
-        matched = {i for i, s in lexical if s > 0}
-        ranked = [(i, s) for i, s in ranked if live[i].kind != "episode" or i in matched]
         pinned = self._pinned(snap, now)
+        ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
         # The lexical snapshot may be stale: the store has the last word.
         wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
         fresh = self.reader.get_many(user_id, wanted)

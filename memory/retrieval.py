@@ -5,7 +5,7 @@ Interface (what `memory.recall.Recall.search` calls)
 ::
 
     from memory import retrieval
-    snap = self.snapshots.current(user_id, now)        # memory.lexical.UserIndex
+    snap = self.snapshots.current(user_id, now)        # memory.snapshots.UserIndex
     records = snap.records                             # {id: record}, recallable ones
     lexical = snap.bm25.search(query, 200)             # [(id, bm25 score)], best first
     dense = [(h.id, h.similarity) for h in self.index.query(user_id, vector, 200)]
@@ -30,9 +30,13 @@ What the score is
 -----------------
 1. **Fusion** (``fusion="score"``): ``lexical_weight · bm25 / max bm25 +
    dense_weight · max(0, sim − floor) / (max sim − floor)``. A record is a candidate only
-   if it matched lexically or its similarity reached the **relevance floor** of the
-   embedder (`RELEVANCE_FLOORS`), so with a handful of unrelated memories nothing is
-   injected. Weighted RRF is kept as ``fusion="rrf"``.
+   if it matched lexically or its similarity reached the **relevance floor** and came
+   within the **dense margin** of the best similarity; a raw turn (``episode``) with no
+   word in common must also reach the **episode floor**; in Chinese a lexical match must
+   come within the **lexical margin** of the best similarity too (one shared character is
+   a match). The dense weight, the floors and the margins depend on the encoder and the
+   query's language (`tuned`, `LANGUAGE_TUNING`). Weighted RRF is kept as
+   ``fusion="rrf"``.
 2. **Multipliers**: recency ``1 − w + w · 0.5^(age / half_life[kind])`` (facts do not
    decay: they are superseded instead; events fade in a month, preferences in a year,
    raw episodes in half a year); confidence ``1 − w + w · confidence``; time window
@@ -42,52 +46,7 @@ What the score is
 3. **Near duplicates** (Jaccard of term sets ≥ 0.9) keep only the best one.
 4. `cut_to_budget` then keeps the best records whose rendered lines fit the token budget.
 
-How the weights were chosen (LoCoMo dev split only)
----------------------------------------------------
-All weights were tuned on the LoCoMo **dev** split (the first 5 conversations, 760
-non-adversarial questions, evidence recall of raw turns) with `benchmarks/locomo.py`,
-and on nothing else; the held-out conversations were never used. On that split BM25
-with plain tokens reaches R@5(all) 0.479, the bundled USE dense retriever 0.213, and
-unweighted RRF of the two is worse than BM25 alone (0.38): the bundled embedder is weak,
-so dense gets a small weight. Ablations of the final configuration (R@5 / R@10 "all",
-evidence as published; LoCoMo turns ranked as episodes with two turns of context):
-
-=============================================  ===============  ===============
-configuration                                  R@5 all          R@10 all
-=============================================  ===============  ===============
-final (the defaults below)                     0.643            0.721
-without neighbour turns in the BM25 documents  0.551            0.630
-without dense context smoothing                0.630            0.708
-without dense (lexical only)                   0.624            0.709
-without the name boost                         0.621            0.708
-without the time-window boost                  0.630            0.712
-without recency decay                          0.643            0.726
-fusion="rrf" (dense_weight 0.3)                0.603            0.707
-dense_weight 0.5 / 1.0                         0.641 / 0.608    0.715 / 0.693
-name_boost 0.25 / 1.0                          0.637 / 0.642    0.717 / 0.725
-time_boost 0.5 / 2.0                           0.643 / 0.646    0.718 / 0.725
-relevance floor 0 / 0.20 / 0.25                0.636 / 0.643 /  0.720 / 0.721 /
-                                               0.645            0.716
-=============================================  ===============  ===============
-
-Score fusion beats RRF because BM25 scores carry margin information that ranks discard.
-Results are flat for dense_weight 0.3–0.5, name_boost 0.25–1.0, time_boost 0.5–2.0 and
-floors 0–0.25, so the defaults sit on plateaus rather than on a tuned peak. Recency decay
-costs up to 0.005 on LoCoMo (its questions are spread evenly over the past) and is kept
-for the product, where recent events and preferences should win ties. The biggest gain,
-neighbour turns, applies to raw conversation turns (episodes); extracted facts are
-self-contained and have no neighbours.
-
-Relevance floor of the bundled embedder ("local", USE v3), from the same split: the
-cosine of a question to its evidence turns has percentiles 5% 0.17 / 10% 0.21 / 50% 0.36,
-to the other turns 50% 0.195 / 75% 0.27 / 90% 0.35; evidence becomes more likely than
-not (likelihood ratio 1) near 0.25. The floor is set at 0.15, which keeps ~96% of the
-evidence similarities and drops ~35% of unrelated ones: recall is preferred, because a
-short fact that matters ("User is vegetarian." for "what should I cook? no meat", 0.19)
-scores barely above unrelated text with this model, and the ranking and the token
-budget, not the floor, keep noise out. Other embedders have no calibrated floor yet
-(0.0: nothing dropped); measure theirs the same way before adding them to
-`RELEVANCE_FLOORS`.
+How the weights, floors and margins were chosen, with the ablations: `docs/recall-tuning.md`.
 """
 
 from __future__ import annotations
@@ -116,6 +75,10 @@ __all__ = [
     "rank",
     "recency_factor",
     "relevance_floor",
+    "LANGUAGE_TUNING",
+    "Tuned",
+    "is_chinese",
+    "tuned",
     "smooth_with_context",
     "window_weight",
 ]
@@ -145,12 +108,75 @@ RELEVANCE_FLOORS: dict[str, float] = {"local": 0.15, "local-e5": 0.8}
 DEFAULT_FLOOR = 0.0
 """Used for embedders without a calibrated floor: keep everything (no false drops)."""
 
+NO_EPISODE_FLOOR = float("inf")
+"""Raw turns need a word in common with the query."""
+DEFAULT_DENSE_WEIGHT = 0.3
+NO_MARGIN = float("inf")
+
+LANGUAGE_TUNING: dict[tuple[str, str], dict[str, float]] = {
+    ("local", "en"): {"episode_floor": 0.15, "dense_margin": 0.15},
+    ("local", "zh"): {"dense_weight": 5.0, "relevance_floor": 0.0, "episode_floor": 0.15,
+                      "dense_margin": 0.15, "lexical_margin": 0.3},
+    ("local-e5", "en"): {"episode_floor": 0.8, "dense_margin": 0.05},
+    ("local-e5", "zh"): {"dense_weight": 5.0, "relevance_floor": 0.8, "episode_floor": 0.84,
+                         "dense_margin": 0.05, "lexical_margin": 0.05},
+}  # fmt: skip
+"""Per (encoder, query language "zh"/"en"): the dense weight, relevance floor and episode
+floor, chosen by cross-validation (English on LoCoMo, Chinese on `benchmarks/zh_recall.py`;
+see the module docstring). The episode floor is the similarity at which a raw conversation
+turn is recalled although it shares no word with the query: raw turns are whole utterances,
+so a vague dense neighbour is noise next to the extracted memories, but a Chinese question
+rarely shares a word with the turn that answers it and the offline rules extract little."""
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """The language- and encoder-dependent part of a `RankConfig`, resolved for one query."""
+
+    language: str
+    dense_weight: float
+    relevance_floor: float
+    episode_floor: float
+    dense_margin: float
+    lexical_margin: float
+
 
 def relevance_floor(embedder: str | None) -> float:
     """Return the calibrated dense-similarity floor for an embedder spec (`local`, `openai:...`)."""
     if not embedder:
         return DEFAULT_FLOOR
     return RELEVANCE_FLOORS.get(embedder, DEFAULT_FLOOR)
+
+
+def is_chinese(text: str) -> bool:
+    """Return True if a query is Chinese: it has more CJK characters than Latin letters."""
+    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return cjk > 0 and cjk >= latin / 3
+
+
+def tuned(config: RankConfig, query: str) -> Tuned:
+    """Resolve a config's dense weight, floors and margins for a query.
+
+    Values set in the config win, then `LANGUAGE_TUNING` for the encoder and the query's
+    language, then the encoder defaults (`RELEVANCE_FLOORS`, no episode floor, no margin).
+    """
+    language = "zh" if is_chinese(query) else "en"
+    table = LANGUAGE_TUNING.get((config.embedder, language), {})
+
+    def pick(value: float | None, name: str, default: float) -> float:
+        return value if value is not None else table.get(name, default)
+
+    return Tuned(
+        language=language,
+        dense_weight=pick(config.dense_weight, "dense_weight", DEFAULT_DENSE_WEIGHT),
+        relevance_floor=pick(
+            config.relevance_floor, "relevance_floor", relevance_floor(config.embedder)
+        ),
+        episode_floor=pick(config.episode_floor, "episode_floor", NO_EPISODE_FLOOR),
+        dense_margin=pick(config.dense_margin, "dense_margin", NO_MARGIN),
+        lexical_margin=pick(config.lexical_margin, "lexical_margin", NO_MARGIN),
+    )
 
 
 @dataclass(frozen=True)
@@ -160,7 +186,8 @@ class RankConfig:
     fusion: str = "score"
     """`score` (floor/max-normalised score sum) or `rrf` (weighted reciprocal-rank fusion)."""
     lexical_weight: float = 1.0
-    dense_weight: float = 0.3
+    dense_weight: float | None = None
+    """Weight of the dense score; None: tuned per encoder and language (`LANGUAGE_TUNING`)."""
     rrf_k: float = 60.0
     half_life_days: Mapping[str, float | None] = field(default_factory=lambda: dict(HALF_LIFE_DAYS))
     """Recency half-life per kind (default: `memory.records.KINDS`); None: no decay.
@@ -178,7 +205,19 @@ class RankConfig:
     dedupe_jaccard: float = 0.9
     """Drop a record whose term set overlaps a better one's by at least this much."""
     embedder: str = "local"
-    """Selects the relevance floor."""
+    """Selects the tuned dense weight and floors (`LANGUAGE_TUNING`, `RELEVANCE_FLOORS`)."""
+    relevance_floor: float | None = None
+    """Dense similarity below which a hit with no lexical support is dropped; None: tuned
+    per encoder and language (`LANGUAGE_TUNING`, else `RELEVANCE_FLOORS`)."""
+    dense_margin: float | None = None
+    """A hit with no lexical support must also come within this of the best similarity
+    (`inf`: no margin); None: tuned per encoder and language (`LANGUAGE_TUNING`)."""
+    lexical_margin: float | None = None
+    """A lexical hit must come within this of the best similarity (`inf`: any lexical hit is
+    a candidate); None: tuned per encoder and language (`LANGUAGE_TUNING`)."""
+    episode_floor: float | None = None
+    """Similarity a raw turn sharing no word with the query must reach (`inf`: never);
+    None: tuned per encoder and language (`LANGUAGE_TUNING`, else never)."""
 
 
 DEFAULT_CONFIG = RankConfig()
@@ -222,13 +261,14 @@ def names_in(query: str, known: Iterable[str] = ()) -> list[str]:
 def _record_time(rec: Any) -> datetime | None:
     """When the record is about: an event's day, else when it was said, else when written."""
     if getattr(rec, "kind", None) == "event" and getattr(rec, "valid_from", None) is not None:
-        return rec.valid_from
+        day: datetime = rec.valid_from
+        return day
     source = getattr(rec, "source", None)
-    said = getattr(source, "said_at", None) if source is not None else None
+    said: datetime | None = getattr(source, "said_at", None) if source is not None else None
     if said is not None:
         return said
     for attr in ("said_at", "created_at", "updated_at"):
-        value = getattr(rec, attr, None)
+        value: datetime | None = getattr(rec, attr, None)
         if value is not None:
             return value
     return None
@@ -248,8 +288,9 @@ def _decay_anchor(rec: Any) -> datetime | None:
     them); else when it was said.
     """
     if getattr(rec, "kind", None) == "event" and getattr(rec, "valid_from", None) is not None:
-        return rec.valid_from
-    touched = [
+        day: datetime = rec.valid_from
+        return day
+    touched: list[datetime] = [
         t for t in (getattr(rec, "updated_at", None), getattr(rec, "last_recalled_at", None)) if t
     ]
     if touched:
@@ -270,7 +311,7 @@ def recency_factor(rec: Any, now: datetime, config: RankConfig = DEFAULT_CONFIG)
     when, now = _aligned(when, now)
     age = max((now - when).total_seconds() / 86400.0, 0.0)
     w = config.decay_weight
-    return 1.0 - w + w * 0.5 ** (age / hl)
+    return float(1.0 - w + w * 0.5 ** (age / hl))
 
 
 def window_weight(when: datetime | None, window: TimeWindow | None) -> float:
@@ -360,18 +401,31 @@ def rank(
         window = find_window(query, now)
     name_list = list(names_in(query) if names is None else names)
     name_keys = [n.casefold() for n in name_list if n]
-    floor = relevance_floor(config.embedder)
+    t = tuned(config, query)
+    floor, turn_floor, dense_weight = t.relevance_floor, t.episode_floor, t.dense_weight
 
     lex = {i: s for i, s in lexical if s > 0}
     raw = {i: float(s) for i, s in dense}
     sims = raw
     if context and raw:
         sims = smooth_with_context(raw, context, missing=0.0)
-    candidates = (
-        set(lex)
-        | {i for i, s in raw.items() if s >= floor}
-        | {i for i, s in sims.items() if s >= floor}
-    )
+    best = {i: max(raw.get(i, 0.0), sims.get(i, 0.0)) for i in raw.keys() | sims.keys()}
+    # A hit with no word in common must reach the floor and come close to the best hit:
+    # the margin keeps a handful of unrelated memories out when nothing else is relevant.
+    top_sim = max((v for i, v in best.items() if i in records), default=0.0)
+    cut = max(floor, top_sim - t.dense_margin)
+    # In Chinese a lexical match may be one shared character; there it can be asked to come
+    # within `lexical_margin` of the best similarity too.
+    lex_cut = top_sim - t.lexical_margin
+    candidates = {i for i in lex if best.get(i, 0.0) >= lex_cut} | {
+        i for i, v in best.items() if v >= cut
+    }
+    # Raw turns with no word in common come back only above the (higher) episode floor.
+    candidates = {
+        i for i in candidates
+        if i in lex or getattr(records.get(i), "kind", None) != "episode"
+        or best[i] >= turn_floor
+    }  # fmt: skip
 
     fused: dict[Id, float] = {}
     if config.fusion == "rrf":
@@ -383,7 +437,7 @@ def rank(
         for r, i in enumerate(lex_order):
             fused[i] = config.lexical_weight / (c + r + 1)
         for r, i in enumerate(dense_order):
-            fused[i] = fused.get(i, 0.0) + config.dense_weight / (c + r + 1)
+            fused[i] = fused.get(i, 0.0) + dense_weight / (c + r + 1)
         for i in candidates:
             fused.setdefault(i, 0.0)
     else:
@@ -392,7 +446,7 @@ def rank(
         span = max(top_dense - floor, 1e-6)
         for i in candidates:
             d = max(sims.get(i, floor) - floor, 0.0) / span
-            fused[i] = config.lexical_weight * lex.get(i, 0.0) / top_lex + config.dense_weight * d
+            fused[i] = config.lexical_weight * lex.get(i, 0.0) / top_lex + dense_weight * d
 
     scored: list[tuple[Id, float]] = []
     for i, base in fused.items():
