@@ -59,7 +59,12 @@ from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
 from graphs.offline import OfflineChatModel  # noqa: E402
 from graphs.settings import Settings  # noqa: E402
-from memory.backends import BackendConfig, aopen_backends, open_backends  # noqa: E402
+from memory.backends import (  # noqa: E402
+    BackendConfig,
+    aopen_backends,
+    open_backends,
+    private_dir,
+)
 from memory.embeddings import make_embedder  # noqa: E402
 from memory.extraction import CandidateMemory, Extraction  # noqa: E402
 from memory.index import ChromaIndex  # noqa: E402
@@ -762,6 +767,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "one_query": C.summarize_ms(q_times),
         }
         chroma = os.path.join(home, "chroma")
+        private_dir(chroma)  # as the service's own backends make it (no warning about it)
         client = chromadb.PersistentClient(
             path=chroma, settings=ChromaSettings(anonymized_telemetry=False)
         )
