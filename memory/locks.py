@@ -46,6 +46,45 @@ class WriterLockTimeout(RuntimeError):
     """Another process kept a user's memories locked for too long."""
 
 
+class PostgresSession:
+    """One autocommit connection of this process to a database, reopened when it drops.
+
+    A restarted server drops the session; the next call opens a new one and tries once more.
+    Calls are serialized: the connection is shared by every thread of the process.
+    """
+
+    def __init__(self, conninfo: str) -> None:
+        """Create the session; the connection is opened on first use."""
+        self.conninfo = conninfo
+        self._conn: Any = None
+        self._mutex = threading.Lock()
+
+    def run(self, call: Callable[[Any], T]) -> T:
+        """Return `call(connection)`, on a new connection if the old one was dropped."""
+        import psycopg
+
+        with self._mutex:
+            try:
+                return call(self._connection())
+            except psycopg.OperationalError:
+                self._conn = None
+            return call(self._connection())
+
+    def _connection(self) -> Any:
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5)
+        return self._conn
+
+    def close(self) -> None:
+        """Close the connection (a session's advisory locks are released by Postgres)."""
+        with self._mutex:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
 class PostgresWriterLocks:
     """Per-user write locks shared by every process on one Postgres database.
 
@@ -67,8 +106,8 @@ class PostgresWriterLocks:
         """
         self.conninfo = conninfo
         self.timeout = timeout
-        self._conn: Any = None
-        self._mutex = threading.Lock()
+        # Its own session: advisory locks belong to the session that took them.
+        self._session = PostgresSession(conninfo)
 
     @staticmethod
     def key(user_id: str) -> int:
@@ -77,23 +116,8 @@ class PostgresWriterLocks:
         return int.from_bytes(digest[:8], "big", signed=True)
 
     def _query(self, sql: str, key: int) -> bool:
-        import psycopg
-
-        with self._mutex:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = psycopg.connect(
-                            self.conninfo, autocommit=True, connect_timeout=5
-                        )
-                    row = self._conn.execute(sql, (key,)).fetchone()
-                    return bool(row[0])
-                except psycopg.OperationalError:
-                    # A restarted server dropped the session (and every lock it held).
-                    self._conn = None
-                    if attempt == 2:
-                        raise
-            return False
+        # A dropped session took every lock it held with it.
+        return self._session.run(lambda conn: bool(conn.execute(sql, (key,)).fetchone()[0]))
 
     @contextmanager
     def hold(self, user_id: str) -> Iterator[None]:
@@ -123,10 +147,7 @@ class PostgresWriterLocks:
 
     def close(self) -> None:
         """Close the lock connection (locks still held are released by Postgres)."""
-        with self._mutex:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._session.close()
 
 
 def postgres_conninfo(store: Any) -> str | None:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import orjson
 from langgraph.store.base import BaseStore
 
-from memory.locks import postgres_conninfo
+from memory.locks import PostgresSession, postgres_conninfo
 from memory.records import MemoryRecord
 from memory.snapshots import snapshot_version
 
@@ -127,8 +127,7 @@ class SnapshotTable:
     def __init__(self, conninfo: str) -> None:
         """Create the table access; the connection is opened on first use."""
         self.conninfo = conninfo
-        self._conn: Any = None
-        self._mutex = threading.Lock()
+        self._session = PostgresSession(conninfo)
         self._created = False
 
     @classmethod
@@ -140,22 +139,14 @@ class SnapshotTable:
     def _run(self, sql: str, params: tuple[Any, ...], *, fetch: bool = False) -> Any:
         import psycopg
 
-        with self._mutex:
-            for attempt in (1, 2):
-                try:
-                    if self._conn is None or self._conn.closed:
-                        self._conn = psycopg.connect(
-                            self.conninfo, autocommit=True, connect_timeout=5
-                        )
-                    # Binary results: a bytea in text form is hex, twice the size to parse.
-                    cur = self._conn.execute(sql, params, binary=True)
-                    return cur.fetchone() if fetch else None
-                except psycopg.errors.UndefinedTable:
-                    return None
-                except psycopg.OperationalError:
-                    self._conn = None  # a restarted server dropped the session
-                    if attempt == 2:
-                        raise
+        def call(conn: Any) -> Any:
+            # Binary results: a bytea in text form is hex, twice the size to parse.
+            cur = conn.execute(sql, params, binary=True)
+            return cur.fetchone() if fetch else None
+
+        try:
+            return self._session.run(call)
+        except psycopg.errors.UndefinedTable:
             return None
 
     def version(self, key: str) -> str | None:

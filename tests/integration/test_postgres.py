@@ -385,3 +385,25 @@ async def test_a_served_graph_makes_the_store_indexes_on_first_use(
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("select indexname from pg_indexes where tablename = 'store'")
         assert set(names) <= {r[0] for r in rows}
+
+
+def test_a_dropped_session_is_reopened_and_its_writer_locks_go_with_it(pg_url: str) -> None:
+    # What a Postgres restart does to the lock connection, done to that one session only.
+    from memory.locks import PostgresWriterLocks
+
+    locks, rival = PostgresWriterLocks(pg_url, timeout=0.2), PostgresWriterLocks(pg_url)
+    try:
+        with locks.hold("dropped"):
+            pid = locks._session.run(lambda conn: conn.info.backend_pid)
+            with psycopg.connect(pg_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            # The lock died with its session, so another process may take it now ...
+            with rival.hold("dropped"):
+                pass
+        # ... and the next call opens a new session instead of failing.
+        assert locks._session.run(lambda conn: conn.info.backend_pid) != pid
+        with locks.hold("dropped"):
+            pass
+    finally:
+        locks.close()
+        rival.close()
