@@ -20,7 +20,7 @@ from memory import changelog
 from memory.backends import BackendConfig, open_backends
 from memory.changelog import CHANGE_LOG_KEYS
 from memory.lexical import BM25Index
-from memory.records import MemoryRecord, user_key
+from memory.records import MemoryRecord, Source, user_key
 from memory.service import MemoryService
 from memory.snapshot_store import SnapshotFiles
 from memory.snapshots import (
@@ -382,3 +382,16 @@ async def test_the_async_store_the_graph_runs_on_persists_under_the_home(tmp_pat
             _rows("ka", 30)[12]["content"]
         )
     assert (home / "lexical" / f"{user_key('ka')}.lexical").exists()
+
+
+def test_a_sensitive_value_never_reaches_the_saved_copy(store: Any) -> None:
+    # The copy is built from stored records, which pass the privacy screen first.
+    svc = MemoryService(store, None)
+    svc.import_records("sv", _rows("sv", 40))
+    src = Source(via="api", thread_id="t-sv")
+    svc.archive_turns("sv", [("m-card", "My card is 4111 1111 1111 1111, keep it safe.", "")], src)
+    svc.add("sv", "User's bank card is 6222021234567890128.", subject="finance.card")
+    assert _found(svc, "sv", "orchard")  # builds and persists the snapshot
+    saved = _copy(store, "sv").read_bytes()
+    assert b"orchard" in saved  # the copy is there, with what the user may keep
+    assert b"4111 1111 1111 1111" not in saved and b"6222021234567890128" not in saved
