@@ -27,6 +27,7 @@ from memory.locks import WriterLockTimeout
 from memory.reads import MemoryNotFound
 from memory.recall import Recalled
 from memory.records import InvalidUserId, MemoryRecord, UserId, check_user_id
+from memory.retriever import MemoryRetriever
 from memory.service import MemoryService
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "InvalidUserId",
     "MemoryNotFound",
     "MemoryRecord",
+    "MemoryRetriever",
     "MemoryService",
     "PolicyError",
     "Recalled",

@@ -1,15 +1,15 @@
 """The Chroma index: semantic recall over records whose truth lives in the store.
 
-Each user's vectors live in one collection, reached through LangChain's
-`langchain_chroma.Chroma` vector store, so the index is a LangChain `VectorStore` and can
-hand out a retriever (`ChromaIndex.as_retriever`). The bundled encoder (or whatever
-embedder is configured) is wrapped as a LangChain `Embeddings` (`EmbedderEmbeddings`).
-The index's own writes and nearest-neighbour queries go to the collection that vector
-store holds, with numpy vectors and without texts the service does not read: the same
-entries LangChain writes and reads, without its conversions. What still costs more than
-the index that called `chromadb` directly is the text in each entry, which LangChain
-needs (its `Chroma` drops hits without one) and Chroma's embedded engine stores and
-indexes for full-text search (`benchmarks/peers.py` measures the two side by side).
+Each user's vectors live in one collection, opened through LangChain's
+`langchain_chroma.Chroma` vector store with the bundled encoder (or whatever embedder is
+configured) wrapped as a LangChain `Embeddings` (`EmbedderEmbeddings`). An entry is a
+record's vector, its id, and `kind`, `user_id` and a fingerprint as metadata: not its text.
+The store holds the text; a copy in Chroma would be one more place a forgotten or
+superseded sentence could linger, and Chroma's embedded engine indexes every stored text
+for full-text search, which made a bulk fill 1.3 times slower (`benchmarks/peers.py`).
+LangChain's own `similarity_search` returns only entries with a text, so the retriever
+for LangChain chains is `MemoryService.as_retriever`, which ranks as the agent does and
+reads each hit from the store.
 
 A hit from Chroma is a candidate, not a fact: a vector can outlive a forget or an update
 (a crashed write, another process mid-write, a write that failed and awaits repair). The
@@ -35,16 +35,18 @@ from memory.records import MemoryRecord, user_key
 if TYPE_CHECKING:
     from chromadb.api.types import Metadata, QueryResult
     from langchain_chroma import Chroma
-    from langchain_core.vectorstores import VectorStoreRetriever
 
 COLLECTION_PREFIX = "mem-"
 UPSERT_BATCH = 5000
-FINGERPRINT_LAYOUT = "v2-doc"
+FINGERPRINT_LAYOUT = "v3-vec"
 """Part of every fingerprint: what one index entry holds besides its vector.
 
-`v2-doc`: the record's text is stored as the Chroma document (LangChain's `Chroma` returns
-only entries that have one). Entries written before carry fingerprints of another layout,
-so `consolidate` sees them as stale and rewrites them (as `reindex` does)."""
+`v3-vec`: no text. Entries of the earlier `v2-doc` layout (text as the Chroma document)
+carry another fingerprint, so `consolidate` sees them as stale and rewrites them without
+their text (as `reindex` does)."""
+LAYOUT_KEY = "layout"
+"""Collection metadata naming the layout its entries were created with. A collection
+without it may hold `v2-doc` entries, whose text a plain upsert would leave in place."""
 T = TypeVar("T")
 
 
@@ -100,9 +102,8 @@ class ChromaIndex:
 
     Metadata filters on a shared collection are Chroma's slow path; a collection per user
     keeps every query unfiltered and makes deleting a user one call. Every collection is
-    used through a `langchain_chroma.Chroma` vector store (cosine space); each entry holds
-    a record's vector, its text as the document, and `kind`, `user_id` and a fingerprint
-    (`h`) as metadata.
+    opened through a `langchain_chroma.Chroma` vector store (cosine space); each entry holds
+    a record's vector and `kind`, `user_id` and a fingerprint (`h`) as metadata.
     """
 
     def __init__(self, client: Any, embedder: Embedder, *, location: str = "") -> None:
@@ -119,6 +120,7 @@ class ChromaIndex:
         self.embeddings = EmbedderEmbeddings(embedder)
         self.location = location
         self._collections: dict[str, Chroma] = {}
+        self._with_texts: set[str] = set()  # collections that may hold v2-doc texts
         self._lock = threading.Lock()
 
     @classmethod
@@ -175,7 +177,10 @@ class ChromaIndex:
                 collection_name=name,
                 embedding_function=self.embeddings,
                 client=self.client,
-                collection_metadata={"embedding": self.embedder.spec},
+                collection_metadata={
+                    "embedding": self.embedder.spec,
+                    LAYOUT_KEY: FINGERPRINT_LAYOUT,
+                },
                 collection_configuration={"hnsw": {"space": "cosine"}},
                 create_collection_if_not_exists=create,
             )
@@ -184,7 +189,8 @@ class ChromaIndex:
                 return None
             raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
         # LangChain's Chroma has no public accessor for the collection's own metadata.
-        built_with = (store._collection.metadata or {}).get("embedding")
+        meta = store._collection.metadata or {}
+        built_with = meta.get("embedding")
         if built_with != self.embedder.spec:
             raise IndexMismatch(
                 f"the index for this user was built with embeddings {built_with!r} but "
@@ -192,6 +198,8 @@ class ChromaIndex:
             )
         with self._lock:
             self._collections[name] = store
+            if meta.get(LAYOUT_KEY) != FINGERPRINT_LAYOUT:
+                self._with_texts.add(name)
         return store
 
     def _call(self, user_id: str, create: bool, op: Callable[[Chroma], T], default: T) -> T:
@@ -214,47 +222,8 @@ class ChromaIndex:
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
         return default
 
-    def vectorstore(self, user_id: str) -> Chroma:
-        """Return the LangChain vector store of one user (its collection is created if new).
-
-        Raises:
-            IndexUnavailable: If Chroma cannot be reached.
-            IndexMismatch: If the collection was built with another embedder.
-
-        """
-        store = self._store(user_id, create=True)
-        assert store is not None  # created when absent
-        return store
-
-    def as_retriever(self, user_id: str, **kwargs: Any) -> VectorStoreRetriever:
-        """Return a LangChain retriever over one user's memories.
-
-        Each returned `Document` has the memory's text as `page_content`, the record id
-        as `Document.id`, and `kind`, `user_id` and `h` (a fingerprint of the text the
-        vector was made from) as metadata. Only this user's collection is searched.
-
-        The retriever reads the index alone. A vector can outlive the record it was made
-        from for a while (a write that failed and awaits repair, another process between
-        its store write and its Chroma write), so a hit is a candidate, not a fact: what
-        makes hits trustworthy is re-reading them from the store, as
-        `MemoryService.search` does (it also ranks them with the lexical index, recency
-        and confidence). Use this retriever to plug the index into LangChain chains;
-        re-check ids with `MemoryService.get` before acting on a hit.
-
-        Args:
-            user_id: The user whose memories are searched.
-            **kwargs: Passed to `VectorStore.as_retriever`, e.g.
-                `search_kwargs={"k": 8}`.
-
-        Raises:
-            IndexUnavailable: If Chroma cannot be reached.
-            IndexMismatch: If the collection was built with another embedder.
-
-        """
-        return self.vectorstore(user_id).as_retriever(**kwargs)
-
     def upsert(self, records: list[MemoryRecord]) -> None:
-        """Embed and write the vectors (and texts) of records of one user."""
+        """Embed and write the vectors of records of one user."""
         if not records:
             return
         users = {r.user_id for r in records}
@@ -269,7 +238,8 @@ class ChromaIndex:
             metas: list[Metadata] = [
                 {"kind": r.kind, "user_id": r.user_id, "h": fingerprint(r)} for r in part
             ]
-            self._call(part[0].user_id, True, _upsert_op(ids, vectors, texts, metas), None)
+            op = _upsert_op(ids, vectors, metas, self._with_texts)
+            self._call(part[0].user_id, True, op, None)
 
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
@@ -319,6 +289,7 @@ class ChromaIndex:
         name = self.collection_name(user_id)
         with self._lock:
             self._collections.pop(name, None)
+            self._with_texts.discard(name)
         try:
             # On the client: no vector store is needed (or opened) to drop a collection.
             self.client.delete_collection(name)
@@ -328,16 +299,17 @@ class ChromaIndex:
 
 
 def _upsert_op(
-    ids: list[str], vectors: np.ndarray, texts: list[str], metas: list[Metadata]
+    ids: list[str], vectors: np.ndarray, metas: list[Metadata], with_texts: set[str]
 ) -> Callable[[Chroma], None]:
     def op(store: Chroma) -> None:
-        # The write `Chroma.add_texts` makes (one upsert of ids, vectors, texts and
-        # metadata into the store's collection), without its detours: it takes no
-        # vectors (it embeds), hands them to Chroma as Python lists, which Chroma turns
-        # back into arrays one row at a time, and copies the batch to split entries with
-        # metadata from those without. Same collection, same entries: `as_retriever` and
-        # LangChain's searches read them as their own.
-        store._collection.upsert(ids=ids, embeddings=vectors, documents=texts, metadatas=metas)
+        # One upsert of ids, vectors and metadata into the store's collection: what
+        # `Chroma.add_texts` writes minus the text, without its detours (it embeds again
+        # and hands Chroma Python lists that Chroma turns back into arrays row by row).
+        collection = store._collection
+        if collection.name in with_texts:
+            # An upsert without documents keeps an entry's old text: delete it first.
+            collection.delete(ids=ids)
+        collection.upsert(ids=ids, embeddings=vectors, metadatas=metas)
 
     return op
 

@@ -27,6 +27,7 @@ from memory.progress import Progress
 from memory.reads import MemoryNotFound, StoreReader
 from memory.recall import Recall, Recalled, pin
 from memory.records import Kind, MemoryRecord, Source, check_user_id, utcnow
+from memory.retriever import MemoryRetriever
 from memory.snapshots import LexicalIndexes
 from memory.threads import ThreadNotYours, ThreadRegistry
 from memory.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
@@ -117,6 +118,17 @@ class MemoryService:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
         """
         return self._recall.search(check_user_id(user_id), query, k, now or utcnow())
+
+    def as_retriever(self, user_id: str, k: int = 8) -> MemoryRetriever:
+        """Return a LangChain retriever over one user's memories, ranked as `search` ranks.
+
+        The user is checked here and fixed for the retriever's life. Each `Document` is a
+        live memory re-read from the store (`Document.id` is the record id).
+
+        Example:
+            `service.as_retriever("alice", k=5).invoke("Where do I live?")`
+        """
+        return MemoryRetriever(service=self, user_id=check_user_id(user_id), k=k)
 
     def export(self, user_id: str) -> list[dict[str, Any]]:
         """Return all of a user's memories, with history, as JSON-safe dicts.

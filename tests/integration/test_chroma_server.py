@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -10,6 +11,7 @@ from langgraph.store.memory import InMemoryStore
 
 from memory.embeddings import make_embedder
 from memory.index import ChromaIndex, IndexUnavailable
+from memory.records import InvalidUserId
 from memory.service import MemoryNotFound, MemoryService
 
 if TYPE_CHECKING:
@@ -98,14 +100,13 @@ def test_memory_service_over_chroma_server(
 
 
 def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
-    """The index is a LangChain vector store: a per-user retriever whose documents carry the
-    record ids. Its hits are candidates; the service's store re-check is what drops stale ones.
-    An entry written before documents were stored is found stale and rewritten by consolidate.
+    """`MemoryService.as_retriever` is a LangChain retriever over one user's memories on a
+    Chroma server: documents carry the record ids and texts read from the store, forgotten
+    and ghost entries never come back, and an entry of the earlier layout (its text stored
+    in Chroma) is rewritten by consolidate without its text.
     """
-    import hashlib
-
-    from langchain_chroma import Chroma
     from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
 
     from memory.records import MemoryRecord
 
@@ -123,46 +124,55 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
     jazz = add(ALICE, "User likes jazz.", "likes.jazz")
     add(LEI, "用户住在上海。", "profile.city")
 
-    assert isinstance(index.vectorstore(ALICE), Chroma)
-    docs: list[Document] = index.as_retriever(ALICE, search_kwargs={"k": 2}).invoke(
-        "Which city am I in?"
-    )
-    assert len(docs) == 2
+    retriever = service.as_retriever(ALICE, k=2)
+    assert isinstance(retriever, BaseRetriever)
+    docs: list[Document] = retriever.invoke("Which city am I in?")
     assert (docs[0].id, docs[0].page_content) == (berlin.id, "User lives in Berlin.")
-    assert docs[0].metadata["user_id"] == ALICE and docs[0].metadata["kind"] == "fact"
-    # Only this user's collection is searched, whatever the query.
-    everything = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("用户住在上海。")
-    assert {d.id for d in everything} == {berlin.id, nurse.id, jazz.id}
-    (lei_doc,) = index.as_retriever(LEI).invoke("Where do I live?")
+    assert docs[0].metadata["kind"] == "fact" and docs[0].metadata["why"] == "relevant"
+    # Only this user's memories, whatever the query.
+    everything = service.as_retriever(ALICE, k=10).invoke("用户住在上海。")
+    assert {d.id for d in everything} <= {berlin.id, nurse.id, jazz.id}
+    (lei_doc,) = service.as_retriever(LEI).invoke("Where do I live?")
     assert lei_doc.page_content == "用户住在上海。"
+    with pytest.raises(InvalidUserId):
+        service.as_retriever("../alice")
 
-    # Forgetting (soft or hard) removes the entry: the retriever no longer returns it.
+    # Forgetting (soft or hard) removes the memory from what the retriever returns.
     service.forget(ALICE, berlin.id, hard=True)
     service.forget(ALICE, nurse.id)
-    left = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("city job music")
+    left = service.as_retriever(ALICE, k=10).invoke("city job music")
     assert [d.id for d in left] == [jazz.id]
 
     # A vector that outlived its record (a write that crashed between Chroma and the store)
-    # is returned by the retriever, and dropped by the service's re-check against the store.
+    # is a candidate Chroma returns; the retriever re-reads hits and drops it.
     ghost = berlin.model_copy(update={"id": "ghost-" + berlin.id})
     index.upsert([ghost])
-    raw = index.as_retriever(ALICE, search_kwargs={"k": 10}).invoke("Which city am I in?")
-    assert raw[0].id == ghost.id
-    assert ghost.id not in [r.record.id for r in service.search(ALICE, "Which city am I in?")]
+    collection = index.client.get_collection(index.collection_name(ALICE))
+    assert ghost.id in collection.get()["ids"]
+    assert ghost.id not in [d.id for d in service.as_retriever(ALICE).invoke("Which city?")]
     index.delete(ALICE, [ghost.id])
 
-    # An entry of the earlier layout (a vector without its text, the old fingerprint) is
-    # invisible to LangChain's Chroma; consolidate finds it stale and rewrites it.
-    collection = index.client.get_collection(index.collection_name(ALICE))
+    # A collection of the earlier layout (no layout label, the text stored as each entry's
+    # document, the old fingerprint): consolidate finds the entry stale and rewrites it
+    # without the text.
     vector = index.embedder.embed([jazz.content])
-    collection.delete(ids=[jazz.id])
-    old_h = hashlib.sha1(jazz.content.encode()).hexdigest()[:12]
-    collection.add(
-        ids=[jazz.id], embeddings=vector, metadatas=[{"kind": "fact", "user_id": ALICE, "h": old_h}]
+    index.drop_user(ALICE)
+    collection = index.client.create_collection(
+        index.collection_name(ALICE),
+        metadata={"embedding": index.embedder.spec},
+        configuration={"hnsw": {"space": "cosine"}},
     )
-    assert index.as_retriever(ALICE).invoke("music") == []
-    report = service.consolidate(ALICE)
+    old_h = hashlib.sha1(f"v2-doc\0{jazz.content}".encode()).hexdigest()[:12]
+    collection.add(
+        ids=[jazz.id],
+        embeddings=vector,
+        documents=[jazz.content],
+        metadatas=[{"kind": "fact", "user_id": ALICE, "h": old_h}],
+    )
+    fresh = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)  # another process
+    report = MemoryService(service.store, fresh).consolidate(ALICE)
     assert report.reindexed == 1
-    (back,) = index.as_retriever(ALICE).invoke("music")
+    assert collection.get(ids=[jazz.id], include=["documents"])["documents"] == [None]
+    (back,) = service.as_retriever(ALICE).invoke("music")
     assert (back.id, back.page_content) == (jazz.id, "User likes jazz.")
     assert service.consolidate(ALICE).reindexed == 0  # settled

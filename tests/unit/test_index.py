@@ -1,14 +1,17 @@
-"""The Chroma index writes and queries its collection directly; LangChain reads the same entries.
+"""The Chroma index: vectors and metadata in LangChain's Chroma collections, no texts.
 
-`ChromaIndex.upsert` and `ChromaIndex.query` skip `langchain_chroma.Chroma`'s own write and
-search calls for speed. These tests pin that both sides still see one index: what the
-index writes, LangChain's `Chroma` returns (text, id, metadata), and what LangChain writes
-through the same vector store, the index finds. Embedded Chroma, the bundled encoder.
+`ChromaIndex.upsert` and `ChromaIndex.query` use the collection `langchain_chroma.Chroma`
+opens, without its own write and search calls (for speed). These tests pin what an entry
+holds (a vector, the record id, kind, user and fingerprint; never the text, which lives in
+the store only), that a text left by the earlier layout goes when the entry is rewritten,
+and that a vector LangChain's `Chroma` writes with the index's `Embeddings` is found by the
+index. Embedded Chroma, the bundled encoder.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +41,17 @@ def _query(index: ChromaIndex, user: str, text: str, k: int = 5) -> list[tuple[s
     return [(h.id, h.kind, h.similarity) for h in index.query(user, vector, k)]
 
 
-def test_index_writes_are_langchain_entries_and_back(index: ChromaIndex) -> None:
+def _entries(index: ChromaIndex, user: str) -> dict[str, tuple[str | None, dict[str, Any]]]:
+    got = index.client.get_collection(index.collection_name(user)).get(
+        include=["documents", "metadatas"]
+    )
+    return {
+        i: (doc, dict(meta or {}))
+        for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+    }
+
+
+def test_index_entries_hold_vectors_not_texts(index: ChromaIndex) -> None:
     city = _record("r-city", "alice", "User lives in Berlin.")
     tea = _record("r-tea", "alice", "User prefers green tea.", kind="preference")
     other = _record("r-bob", "bob", "User lives in Berlin.")
@@ -49,23 +62,28 @@ def test_index_writes_are_langchain_entries_and_back(index: ChromaIndex) -> None
     assert [(i, kind) for i, kind, _ in hits] == [("r-city", "fact"), ("r-tea", "preference")]
     assert 0.0 < hits[1][2] < hits[0][2] <= 1.0
     assert index.fingerprints("alice") == {"r-city": fingerprint(city), "r-tea": fingerprint(tea)}
+    assert _entries(index, "alice") == {
+        "r-city": (None, {"kind": "fact", "user_id": "alice", "h": fingerprint(city)}),
+        "r-tea": (None, {"kind": "preference", "user_id": "alice", "h": fingerprint(tea)}),
+    }
 
-    # LangChain's own search over the same collection: text, id and metadata are there.
-    docs = index.vectorstore("alice").similarity_search("Which city do I live in?", k=1)
-    assert [(d.id, d.page_content) for d in docs] == [("r-city", "User lives in Berlin.")]
-    assert docs[0].metadata == {"kind": "fact", "user_id": "alice", "h": fingerprint(city)}
-
-    # Written again with new text: one entry, new vector, new text, new fingerprint.
+    # Written again with new text: one entry, new vector, new fingerprint, still no text.
     moved = city.model_copy(update={"content": "User lives in Munich."})
     index.upsert([moved])
     assert index.ids("alice") == {"r-city", "r-tea"}
     assert index.fingerprints("alice")["r-city"] == fingerprint(moved)
-    (doc,) = index.as_retriever("alice", search_kwargs={"k": 1}).invoke("Munich")
-    assert (doc.id, doc.page_content) == ("r-city", "User lives in Munich.")
+    assert _query(index, "alice", "Munich", k=1)[0][0] == "r-city"
+    assert all(doc is None for doc, _ in _entries(index, "alice").values())
 
-    # An entry LangChain writes (it embeds the text itself) is found by the index's query
-    # with the vector the service would compute.
-    index.vectorstore("alice").add_texts(
+    # A vector LangChain's Chroma writes with the index's Embeddings (it embeds the text
+    # itself) is found by the index's query with the vector the service would compute.
+    from langchain_chroma import Chroma
+
+    Chroma(
+        collection_name=index.collection_name("alice"),
+        embedding_function=index.embeddings,
+        client=index.client,
+    ).add_texts(
         ["User plays the cello."], metadatas=[{"kind": "fact", "user_id": "alice", "h": "x"}],
         ids=["r-cello"],
     )  # fmt: skip
@@ -76,3 +94,29 @@ def test_index_writes_are_langchain_entries_and_back(index: ChromaIndex) -> None
     assert [i for i, _, _ in _query(index, "bob", "Which city do I live in?")] == ["r-bob"]
     assert _query(index, "carol", "anything") == []
     assert index.query("alice", np.zeros(512, dtype=np.float32), 0) == []
+
+
+def test_a_text_of_the_earlier_layout_goes_when_its_entry_is_rewritten(
+    index: ChromaIndex,
+) -> None:
+    """Collections made before texts left Chroma may hold one per entry; an upsert without
+    documents would keep it, so a rewrite there removes the entry first."""
+    old = _record("r-old", "alice", "User's PIN is 4512.")
+    collection = index.client.create_collection(
+        index.collection_name("alice"),
+        metadata={"embedding": index.embedder.spec},
+        configuration={"hnsw": {"space": "cosine"}},
+    )
+    collection.add(
+        ids=[old.id],
+        embeddings=index.embedder.embed([old.content]),
+        documents=[old.content],
+        metadatas=[{"kind": "fact", "user_id": "alice", "h": "v2"}],
+    )
+    fresh = old.model_copy(update={"content": "User changed the PIN."})
+    index.upsert([fresh])
+    assert _entries(index, "alice") == {
+        "r-old": (None, {"kind": "fact", "user_id": "alice", "h": fingerprint(fresh)})
+    }
+    # Opening it did not relabel the collection: it still may hold texts elsewhere.
+    assert "layout" not in (index.client.get_collection(collection.name).metadata or {})
