@@ -18,6 +18,7 @@ from typing import Any
 
 from memory.embeddings import make_embedder
 from memory.index import ChromaIndex
+from memory.snapshot_store import SNAPSHOT_TABLE_DDL
 
 log = logging.getLogger(__name__)
 _POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
@@ -33,7 +34,8 @@ _SQLITE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS memory_agent_content_idx"
     " ON store (json_extract(value, '$.content'))",
 )
-_POSTGRES_INDEXES = (
+_POSTGRES_SETUP = (
+    *SNAPSHOT_TABLE_DDL,
     "DROP INDEX CONCURRENTLY IF EXISTS memory_agent_subject_idx",  # an earlier b-tree
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_subject_hash_idx"
     " ON store USING hash ((value->'subject'))",
@@ -261,7 +263,7 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
                 saver.setup()
                 store.setup()
                 with pool.connection() as conn:
-                    for sql in _POSTGRES_INDEXES:
+                    for sql in _POSTGRES_SETUP:
                         conn.execute(sql)
             yield Backends(saver, store, index, config)
         finally:
@@ -330,7 +332,7 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
                 await asaver.setup()
                 await store.setup()
                 async with pool.connection() as aconn:
-                    for sql in _POSTGRES_INDEXES:
+                    for sql in _POSTGRES_SETUP:
                         await aconn.execute(sql)
             yield Backends(asaver, store, index, config)
         finally:
@@ -420,7 +422,7 @@ def ensure_postgres_indexes(url: str) -> bool:
                 row = conn.execute("SELECT to_regclass('store') IS NOT NULL").fetchone()
                 if not row or not row[0]:
                     return False
-                for sql in _POSTGRES_INDEXES:
+                for sql in _POSTGRES_SETUP:
                     conn.execute(sql)
         except Exception as exc:
             log.warning("could not create the memory indexes in %s: %s", _redact(url), exc)

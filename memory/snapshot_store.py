@@ -112,15 +112,26 @@ class SnapshotFiles:
                 os.unlink(path)
 
 
+SNAPSHOT_TABLE = "memory_agent_lexical_snapshots"
+SNAPSHOT_TABLE_DDL = (
+    f"CREATE TABLE IF NOT EXISTS {SNAPSHOT_TABLE} (user_key text PRIMARY KEY, "
+    "version text NOT NULL, data bytea NOT NULL, saved_at timestamptz NOT NULL DEFAULT now())",
+    # EXTERNAL: stored out of line uncompressed; it is read whole, and fast.
+    f"ALTER TABLE {SNAPSHOT_TABLE} ALTER COLUMN data SET STORAGE EXTERNAL",
+)
+"""What `memory-agent setup` (`open_backends(setup=True)`) runs for the snapshot table."""
+
+
 class SnapshotTable:
     """Persisted snapshots as rows of a table of our own in the store's Postgres database.
 
     Not in the store: a 100k-memory snapshot is tens of megabytes, which the store would
-    hold as JSON. The table is created on the first save (``CREATE TABLE IF NOT EXISTS``),
+    hold as JSON. `memory-agent setup` creates the table with the store's; a database set
+    up by an older version gets it on the first save (``CREATE TABLE IF NOT EXISTS``),
     never on import. One connection per process and database, used only for this.
     """
 
-    TABLE = "memory_agent_lexical_snapshots"
+    TABLE = SNAPSHOT_TABLE
     _by_database: dict[str, SnapshotTable] = {}
     _guard = threading.Lock()
 
@@ -162,14 +173,8 @@ class SnapshotTable:
     def save(self, key: str, data: bytes, version: str) -> None:
         """See `SnapshotStore.save`."""
         if not self._created:
-            # EXTERNAL: stored out of line uncompressed; it is read whole, and fast.
-            self._run(
-                f"CREATE TABLE IF NOT EXISTS {self.TABLE} (user_key text PRIMARY KEY, "
-                "version text NOT NULL, data bytea NOT NULL, "
-                "saved_at timestamptz NOT NULL DEFAULT now())",
-                (),
-            )
-            self._run(f"ALTER TABLE {self.TABLE} ALTER COLUMN data SET STORAGE EXTERNAL", ())
+            for sql in SNAPSHOT_TABLE_DDL:
+                self._run(sql, ())
             self._created = True
         self._run(
             f"INSERT INTO {self.TABLE} (user_key, version, data) VALUES (%s, %s, %s) "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 from pathlib import Path
 
@@ -340,6 +341,46 @@ def test_setup_indexes_the_lookups_a_save_makes(pg_url: str, tmp_path: Path) -> 
                 f"EXPLAIN SELECT key FROM store WHERE value->'{field}' = '\"x\"'::jsonb"
             ).fetchall()
             assert index in " ".join(str(r[0]) for r in rows)
+
+
+def test_setup_creates_the_snapshot_table(pg_url: str, tmp_path: Path) -> None:
+    """`memory-agent setup` creates every table the app writes, the saved lexical snapshots'
+    too, so a deployment whose app role may not run DDL needs nothing created later."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from memory.snapshot_store import SNAPSHOT_TABLE
+
+    name = f"memory_agent_setup_{os.getpid()}"
+    url = make_conninfo(pg_url, dbname=name)
+    assert conninfo_to_dict(url)["dbname"] == name
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name}")
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        for opener in ("sync", "async"):
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f"DROP TABLE IF EXISTS {SNAPSHOT_TABLE}")
+            config = BackendConfig(database_url=url, home=str(tmp_path))
+            if opener == "sync":
+                with open_backends(config, setup=True):
+                    pass
+            else:
+
+                async def setup_async(config: BackendConfig = config) -> None:
+                    async with aopen_backends(config, setup=True):
+                        pass
+
+                asyncio.run(setup_async())
+            with psycopg.connect(url, autocommit=True) as conn:
+                storage = conn.execute(
+                    "SELECT a.attstorage FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+                    " WHERE c.relname = %s AND a.attname = 'data'",
+                    (SNAPSHOT_TABLE,),
+                ).fetchone()
+            assert storage == ("e",), opener  # created, and stored out of line uncompressed
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def test_long_subjects_and_statements_are_stored(pg_url: str, new_user, tmp_path: Path) -> None:
