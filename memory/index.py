@@ -241,6 +241,26 @@ class ChromaIndex:
             op = _upsert_op(ids, vectors, metas, self._with_texts)
             self._call(part[0].user_id, True, op, None)
 
+    def mark_current(self, user_id: str) -> None:
+        """Label a user's collection with today's layout once none of its entries is older.
+
+        Call it only when every entry has just been checked or rewritten (`consolidate`
+        after its repair pass): from then on an upsert there need not delete first.
+        """
+        name = self.collection_name(user_id)
+        with self._lock:
+            if name not in self._with_texts:
+                return
+
+        def label(store: Chroma) -> None:
+            collection = store._collection
+            meta = dict(collection.metadata or {})
+            collection.modify(metadata=meta | {LAYOUT_KEY: FINGERPRINT_LAYOUT})
+
+        self._call(user_id, False, label, None)
+        with self._lock:
+            self._with_texts.discard(name)
+
     def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
         """Return up to `k` nearest vectors of one user, most similar first."""
         if k <= 0:

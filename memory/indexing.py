@@ -202,6 +202,7 @@ class WriteThrough:
             for part in slices(progress, f"{user_id}: re-embedding", stale, EMBED_SLICE):
                 self.index.upsert(list(part))
             self.index.delete(user_id, orphans)
+            self.index.mark_current(user_id)  # every entry left is of today's layout
             for item in markers:
                 self.store.delete(item.namespace, item.key)
         return stale, orphans

@@ -173,6 +173,11 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
     report = MemoryService(service.store, fresh).consolidate(ALICE)
     assert report.reindexed == 1
     assert collection.get(ids=[jazz.id], include=["documents"])["documents"] == [None]
+    # Every entry is of today's layout now: the collection says so, for every process.
+    assert index.client.get_collection(collection.name).metadata == {
+        "embedding": index.embedder.spec,
+        "layout": "v3-vec",
+    }
     (back,) = service.as_retriever(ALICE).invoke("music")
     assert (back.id, back.page_content) == (jazz.id, "User likes jazz.")
     assert service.consolidate(ALICE).reindexed == 0  # settled

@@ -120,3 +120,8 @@ def test_a_text_of_the_earlier_layout_goes_when_its_entry_is_rewritten(
     }
     # Opening it did not relabel the collection: it still may hold texts elsewhere.
     assert "layout" not in (index.client.get_collection(collection.name).metadata or {})
+    index.mark_current("alice")  # what consolidate does once every entry is rewritten
+    assert index.client.get_collection(collection.name).metadata == {
+        "embedding": index.embedder.spec,
+        "layout": "v3-vec",
+    }
