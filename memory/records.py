@@ -315,6 +315,19 @@ class MemoryRecord(BaseModel):
         """Return the record a store item's value holds (as written by `to_store`)."""
         return cls.model_validate(value, context={"from_store": True})
 
+    @property
+    def context(self) -> list[str]:
+        """What was said around a raw turn (`value["context"]`, kept by `archive_turns`).
+
+        Empty for every other record, and for turns archived without context.
+        """
+        around = self.value.get("context") if isinstance(self.value, dict) else None
+        if isinstance(around, str):
+            return [around] if around else []
+        if isinstance(around, list):
+            return [str(c) for c in around if c]
+        return []
+
     def is_recallable(self, now: datetime) -> bool:
         """Return True if this record may be shown to the model at `now`."""
         if self.status != "active":

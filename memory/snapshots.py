@@ -57,14 +57,9 @@ def record_fields(record: Any) -> tuple[str, list[tuple[str, float]]]:
     extra: list[tuple[str, float]] = []
     if subject and not subject.startswith("episode."):  # a raw turn's subject says nothing
         extra.append((re.sub(r"[._\-]+", " ", subject), 0.5))
-    value = getattr(record, "value", None)
-    context = value.get("context") if isinstance(value, dict) else None
     # Raw turns carry their neighbouring turns, each a field of its own: a question often
     # names what the neighbours said (on LoCoMo this is worth +0.09 recall@5).
-    if isinstance(context, str) and context:
-        extra.append((context, 0.5))
-    elif isinstance(context, list):
-        extra.extend((str(c), 0.5) for c in context if c)
+    extra.extend((c, 0.5) for c in getattr(record, "context", ()))
     return record.content, extra
 
 

@@ -1,0 +1,106 @@
+"""An imported turn is embedded with the turns around it: short answers become findable.
+
+"Twice a week." means little alone; after "How often do you swim?" it answers "How
+frequently do I swim?". `archive_turns` keeps what was said around a turn (an imported
+dialogue), and `memory.index.index_text` makes the turn's vector from both. The table
+below (zh and en, questions phrased apart from both the turn and its context) is scored
+twice: with today's vectors and with vectors of the turn alone.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+import memory.index
+from memory.index import fingerprint, index_text
+from memory.records import MemoryRecord, Source
+from memory.service import MemoryService
+
+# (id, turn, what was said around it)
+TURNS = [
+    (
+        "grew-en",
+        "Mostly a small fishing village up north.",
+        ["Where did you grow up?", "Nice! Do you miss it?"],
+    ),
+    (
+        "swim-en",
+        "Twice a week, usually on Sundays.",
+        ["How often do you go swimming?", "That is a lot!"],
+    ),
+    ("pet-en", "Yes, a golden retriever called Max.", ["Do you have any pets?", "Cute!"]),
+    (
+        "car-en",
+        "The blue one, it was cheaper.",
+        ["Which car did you end up buying?", "Good choice."],
+    ),
+    (
+        "books-en",
+        "Honestly, mostly thrillers these days.",
+        ["What kind of books do you read?", "Any favourites?"],
+    ),
+    ("job-en", "Since 2019, at the city hospital.", ["How long have you been a nurse?", "Wow."]),
+    ("grew-zh", "南方的一个小渔村。", ["你是在哪里长大的？", "挺好的，想家吗？"]),
+    ("swim-zh", "一周两次，一般周日。", ["你多久游一次泳？", "挺勤快的！"]),
+    ("pet-zh", "有，一只叫旺财的金毛。", ["你家里养宠物吗？", "好可爱！"]),
+    ("car-zh", "蓝色那辆，便宜一些。", ["你最后买了哪辆车？", "不错。"]),
+    ("books-zh", "最近主要看推理小说。", ["你平时喜欢读什么书？", "有推荐吗？"]),
+    ("job-zh", "2019年开始，在市医院。", ["你当护士多久了？", "厉害。"]),
+]
+# question → the topic of the turn that answers it (either language's turn counts)
+QUESTIONS = {
+    "What is my hometown?": "grew", "Where did I grow up?": "grew",
+    "What animal do I own?": "pet", "What pet do I have?": "pet",
+    "What kind of vehicle did I purchase?": "car", "What genre do I like to read?": "books",
+    "Where do I work?": "job", "How frequently do I swim?": "swim",
+    "老家是哪儿？": "grew", "我在哪里长大？": "grew", "我有什么动物？": "pet",
+    "我养了什么宠物？": "pet", "我买的是什么交通工具？": "car", "我爱看哪类读物？": "books",
+    "我的工作单位是哪里？": "job", "我多长时间游一回？": "swim",
+}  # fmt: skip
+
+
+def _top1_right(service: MemoryService) -> int:
+    source = Source(thread_id="import-1", said_at=datetime.now(UTC), via="import")
+    service.archive_turns("kim", TURNS, source)
+    topic = {r.source.message_ids[0]: r.source.message_ids[0].split("-")[0]
+             for r in service.list("kim", include_turns=True)}  # fmt: skip
+    right = 0
+    for question, want in QUESTIONS.items():
+        hits = service.search("kim", question, 3)
+        right += bool(hits) and topic[hits[0].record.source.message_ids[0]] == want
+    return right
+
+
+def test_turns_with_their_context_answer_more_questions(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with_context = _top1_right(service)
+    entries = service.index.fingerprints("kim")  # type: ignore[union-attr]
+    turn = next(r for r in service.list("kim", include_turns=True) if r.id in entries)
+    assert entries[turn.id] == fingerprint(turn) and turn.context  # written as it says
+
+    # The same turns, vectors from the turn alone (lexical entries still hold the context).
+    monkeypatch.setattr(memory.index, "index_text", lambda record: record.content)
+    service.reindex("kim")
+    alone = _top1_right(service)
+    print("top-1 right, with context vs alone:", with_context, alone)
+    assert with_context >= 13, with_context  # of 16; measured 14
+    assert with_context > alone, (with_context, alone)  # measured 14 vs 11
+
+
+def test_index_text_and_fingerprint_follow_the_context() -> None:
+    turn = MemoryRecord(
+        id="t", user_id="kim", kind="episode", subject="episode.turn.x",
+        content="Twice a week.", value={"context": ["How often do you swim?", "Nice."]},
+    )  # fmt: skip
+    assert index_text(turn) == "How often do you swim? Twice a week. Nice."
+    bare = turn.model_copy(update={"value": None})
+    assert index_text(bare) == "Twice a week." and bare.context == []
+    # The vector encodes the context, so a changed context makes the entry stale.
+    moved = turn.model_copy(update={"value": {"context": ["How often do you run?"]}})
+    assert len({fingerprint(turn), fingerprint(bare), fingerprint(moved)}) == 3
+    assert MemoryRecord.model_validate(turn.to_store()).context == turn.context
+    single = turn.model_copy(update={"value": {"context": "How often do you swim?"}})
+    assert single.context == ["How often do you swim?"]
