@@ -96,6 +96,21 @@ class StoreReader:
         out.sort(key=lambda r: r.updated_at, reverse=True)
         return out
 
+    def with_subject(self, user_id: UserId, kind: Kind, subject: str) -> list[MemoryRecord]:
+        """Return every memory of one kind with one subject (e.g. a thread's raw turns).
+
+        A filter on the subject, which the store answers from its subject index.
+        """
+        ns = namespace(user_id, kind)
+        out: list[MemoryRecord] = []
+        offset = 0
+        while True:
+            items = self.store.search(ns, filter={"subject": subject}, limit=PAGE, offset=offset)
+            out.extend(MemoryRecord.from_store(item.value) for item in items)
+            if len(items) < PAGE:
+                return out
+            offset += PAGE
+
     def visible(
         self,
         user_id: UserId,

@@ -277,6 +277,55 @@ class MemoryWriter:
                 summary.content = "\n".join(kept)
                 summary.updated_at = now
                 out.append(Change("edited", summary, note="summary without what was forgotten"))
+        out += self._cut_from_contexts(user_id, [*step, *out], phrases, records, done, hard, now)
+        return out
+
+    def _cut_from_contexts(
+        self,
+        user_id: UserId,
+        changes: list[Change],
+        phrases: list[Phrase],
+        records: list[MemoryRecord] | None,
+        done: set[str],
+        hard: bool,
+        now: datetime,
+    ) -> list[Change]:
+        """Drop what ended from the context other raw turns were imported with.
+
+        An imported turn keeps the turns around it as context (searched, and part of its
+        vector). A neighbour that was forgotten or superseded, or that states a forgotten
+        phrase, leaves that context; the turn itself stays.
+        """
+        ended = [
+            c.record
+            for c in changes
+            if c.action in ("superseded", "forgotten") and is_raw_turn(c.record)
+        ]
+        gone = {normalize_text(t.content) for t in ended}
+        if not gone and not phrases:
+            return []
+        if phrases and records is not None:
+            turns = [r for r in records if is_raw_turn(r)]
+        else:  # neighbours share the thread, and so the subject, of the turn that ended
+            subjects = {t.subject for t in ended}
+            turns = [r for s in subjects for r in self.reader.with_subject(user_id, "episode", s)]
+        statuses = ("active",) if not hard else ("active", "forgotten", "superseded")
+        out: list[Change] = []
+        for turn in turns:
+            around = turn.context
+            if not around or turn.id in done or turn.status not in statuses:
+                continue
+            kept = [
+                c
+                for c in around
+                if normalize_text(c) not in gone and not any(states(c, p) for p in phrases)
+            ]
+            if len(kept) == len(around):
+                continue
+            done.add(turn.id)
+            turn.value = {**turn.value, "context": kept} if kept else None
+            turn.updated_at = now
+            out.append(Change("edited", turn, note="context without what was forgotten"))
         return out
 
     def forget(self, user_id: UserId, memory_id: str, *, hard: bool = False) -> MemoryRecord:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 
 import memory.index
+from memory.extraction import CandidateMemory, Extraction
 from memory.index import fingerprint, index_text
 from memory.records import MemoryRecord, Source
 from memory.service import MemoryService
@@ -104,3 +105,57 @@ def test_index_text_and_fingerprint_follow_the_context() -> None:
     assert MemoryRecord.model_validate(turn.to_store()).context == turn.context
     single = turn.model_copy(update={"value": {"context": "How often do you swim?"}})
     assert single.context == ["How often do you swim?"]
+
+
+def _import(service: MemoryService, user: str) -> dict[str, MemoryRecord]:
+    source = Source(thread_id="imported", said_at=datetime.now(UTC), via="import")
+    service.archive_turns(
+        user,
+        [
+            ("m1", "I live in Berlin with my sister.", ["Where do you live these days?"]),
+            ("m2", "Twice a week.", ["I live in Berlin with my sister.", "How often do you swim?"]),
+        ],
+        source,
+    )
+    return {r.source.message_ids[0]: r for r in service.list(user, include_turns=True)}
+
+
+def _settled(service: MemoryService, user: str, turn_id: str) -> MemoryRecord:
+    """The turn as stored, checked to be indexed as stored (vector and lexical entry)."""
+    turn = service.get(user, turn_id)
+    assert service.index is not None
+    assert service.index.fingerprints(user)[turn_id] == fingerprint(turn)
+    assert service.consolidate(user).reindexed == 0
+    return turn
+
+
+def test_a_superseded_turn_leaves_its_neighbours_context(service: MemoryService) -> None:
+    turns = _import(service, "ana")
+    said = Source(thread_id="imported", message_ids=["m1"], said_at=datetime.now(UTC))
+    berlin = CandidateMemory(kind="fact", subject="profile.city", content="User lives in Berlin.")
+    service.save("ana", Extraction(memories=[berlin]), said)
+    moved = Source(thread_id="later", message_ids=["m7"], said_at=datetime.now(UTC))
+    munich = CandidateMemory(kind="fact", subject="profile.city", content="User lives in Munich.")
+    service.save("ana", Extraction(memories=[munich]), moved)
+
+    assert service.get("ana", turns["m1"].id).status == "superseded"
+    swim = _settled(service, "ana", turns["m2"].id)
+    assert swim.context == ["How often do you swim?"] and swim.content == "Twice a week."
+    assert [h.why for h in service.search("ana", "sister", 5)] == ["core"]  # Munich only
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_a_forget_reaches_the_context_of_other_turns(service: MemoryService, hard: bool) -> None:
+    # By phrase: a fact from another thread is forgotten; no context keeps stating it.
+    turns = _import(service, "bo")
+    (fact,) = service.add("bo", "User lives in Berlin.", subject="profile.city")
+    service.forget("bo", fact.record.id, hard=hard)
+    swim = _settled(service, "bo", turns["m2"].id)
+    assert swim.context == ["How often do you swim?"]
+    assert service.get("bo", turns["m1"].id).context == ["Where do you live these days?"]
+
+    # By turn: a forgotten raw turn leaves the context of its neighbours.
+    turns = _import(service, "cy")
+    service.forget("cy", turns["m1"].id, hard=hard)
+    assert _settled(service, "cy", turns["m2"].id).context == ["How often do you swim?"]
+    assert [h.record.id for h in service.search("cy", "sister", 5) if h.why != "core"] == []
