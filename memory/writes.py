@@ -306,8 +306,11 @@ class MemoryWriter:
             return []
         if phrases and records is not None:
             turns = [r for r in records if is_raw_turn(r)]
-        else:  # neighbours share the thread, and so the subject, of the turn that ended
-            subjects = {t.subject for t in ended}
+        else:
+            # Neighbours share the thread (the subject) of the turn that ended. Turns are
+            # archived with context only by imports, and then all of them: a turn without
+            # any (every turn the graph archives) has no neighbour that quotes it.
+            subjects = {t.subject for t in ended if t.context}
             turns = [r for s in subjects for r in self.reader.with_subject(user_id, "episode", s)]
         statuses = ("active",) if not hard else ("active", "forgotten", "superseded")
         out: list[Change] = []
