@@ -34,14 +34,16 @@ _SQLITE_INDEXES = (
     "CREATE INDEX IF NOT EXISTS memory_agent_content_idx"
     " ON store (json_extract(value, '$.content'))",
 )
-_POSTGRES_SETUP = (
-    *SNAPSHOT_TABLE_DDL,
+_POSTGRES_INDEXES = (
     "DROP INDEX CONCURRENTLY IF EXISTS memory_agent_subject_idx",  # an earlier b-tree
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_subject_hash_idx"
     " ON store USING hash ((value->'subject'))",
     "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_agent_content_idx"
     " ON store USING hash ((value->'content'))",
 )
+# What `memory-agent setup` runs after the store's own setup: the indexes first, so a
+# refused snapshot-table statement cannot leave a database without them.
+_POSTGRES_SETUP = (*_POSTGRES_INDEXES, *SNAPSHOT_TABLE_DDL)
 
 
 def _pool_options(row_factory: Any) -> dict[str, Any]:
@@ -422,8 +424,13 @@ def ensure_postgres_indexes(url: str) -> bool:
                 row = conn.execute("SELECT to_regclass('store') IS NOT NULL").fetchone()
                 if not row or not row[0]:
                     return False
-                for sql in _POSTGRES_SETUP:
+                for sql in _POSTGRES_INDEXES:
                     conn.execute(sql)
+                try:
+                    for sql in SNAPSHOT_TABLE_DDL:
+                        conn.execute(sql)
+                except Exception as exc:  # saved snapshots are an optimisation
+                    log.warning("could not create the snapshot table in %s: %s", _redact(url), exc)
         except Exception as exc:
             log.warning("could not create the memory indexes in %s: %s", _redact(url), exc)
             return False

@@ -218,6 +218,7 @@ class ChromaIndex:
                 if attempt == 1 and _is_not_found(exc):
                     with self._lock:
                         self._collections.pop(self.collection_name(user_id), None)
+                        self._with_texts.discard(self.collection_name(user_id))
                     continue
                 raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
         return default

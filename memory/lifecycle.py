@@ -17,7 +17,7 @@ from memory.extraction import ForgetRequest
 from memory.lexical import STOP_WORDS, tokenize
 from memory.phrases import Phrase, key_phrase, phrase_of, states
 from memory.privacy import redact
-from memory.records import HALF_LIFE_DAYS, MemoryRecord, normalize_text, stable_id
+from memory.records import HALF_LIFE_DAYS, TURN_SUBJECT, MemoryRecord, normalize_text, stable_id
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -27,7 +27,6 @@ Action = Literal[
 does not let the writing agent make this change, not written; `edited`: a summary had
 forgotten words cut out; `unmatched`: a forget request that matched nothing (not written)."""
 REINFORCE_STEP = 0.05
-TURN_SUBJECT = "episode.turn."
 
 # Words a user says when asking to forget, mapped to the subjects they mean.
 _FORGET_ALIASES: dict[str, tuple[str, ...]] = {

@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
 from memory.access import AccessPolicy, can_read
-from memory.lifecycle import TURN_SUBJECT
 from memory.phrases import key_phrase, states
 from memory.records import (
     KINDS,
     NAMESPACE_ROOT,
     REPAIR_ROOT,
+    TURN_SUBJECT,
     Kind,
     MemoryRecord,
     UserId,

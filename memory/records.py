@@ -270,6 +270,10 @@ class HistoryEntry(BaseModel):
     record_id: str | None = None
 
 
+TURN_SUBJECT = "episode.turn."
+"""Subject prefix of raw user turns kept word for word (`episode.turn.<thread>`)."""
+
+
 class MemoryRecord(BaseModel):
     """One long-term memory of one user.
 
@@ -321,6 +325,8 @@ class MemoryRecord(BaseModel):
 
         Empty for every other record, and for turns archived without context.
         """
+        if self.kind != "episode" or not self.subject.startswith(TURN_SUBJECT):
+            return []
         around = self.value.get("context") if isinstance(self.value, dict) else None
         if isinstance(around, str):
             return [around] if around else []

@@ -126,9 +126,9 @@ class SnapshotTable:
     """Persisted snapshots as rows of a table of our own in the store's Postgres database.
 
     Not in the store: a 100k-memory snapshot is tens of megabytes, which the store would
-    hold as JSON. `memory-agent setup` creates the table with the store's; a database set
-    up by an older version gets it on the first save (``CREATE TABLE IF NOT EXISTS``),
-    never on import. One connection per process and database, used only for this.
+    hold as JSON. `memory-agent setup` (and the graph's first use of a database) creates
+    the table with the store's indexes; a process that finds it missing on its first save
+    creates it then, never on import. One connection per process and database, used only for this.
     """
 
     TABLE = SNAPSHOT_TABLE
@@ -173,8 +173,11 @@ class SnapshotTable:
     def save(self, key: str, data: bytes, version: str) -> None:
         """See `SnapshotStore.save`."""
         if not self._created:
-            for sql in SNAPSHOT_TABLE_DDL:
-                self._run(sql, ())
+            # DDL only where the table is missing: an app role may not be allowed to run it.
+            row = self._run("SELECT to_regclass(%s) IS NULL", (self.TABLE,), fetch=True)
+            if row is None or row[0]:
+                for sql in SNAPSHOT_TABLE_DDL:
+                    self._run(sql, ())
             self._created = True
         self._run(
             f"INSERT INTO {self.TABLE} (user_key, version, data) VALUES (%s, %s, %s) "

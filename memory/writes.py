@@ -20,7 +20,6 @@ from memory.access import scope_for as access_scope
 from memory.extraction import CandidateMemory, Extraction, event_expiry
 from memory.indexing import WriteThrough
 from memory.lifecycle import (
-    TURN_SUBJECT,
     Change,
     Policy,
     forget,
@@ -37,6 +36,7 @@ from memory.privacy import find_sensitive, redact
 from memory.progress import Progress, stage
 from memory.reads import PAGE, StoreReader
 from memory.records import (
+    TURN_SUBJECT,
     Kind,
     MemoryRecord,
     Source,
@@ -240,10 +240,7 @@ class MemoryWriter:
         done = {c.record.id for c in step}
         linked = [("episode", tid) for c in ended for tid in _turn_ids(user_id, c.record)]
         turns = self.reader.get_many(user_id, linked) if linked else {}
-        # A hard delete reaches copies already forgotten or superseded too.
-        live: tuple[str, ...] = ("active", "archived")
-        if hard:
-            live += ("forgotten", "superseded", "expired")
+        live = _reached(hard)
         for c in ended:
             for tid in _turn_ids(user_id, c.record):
                 turn = turns.get(tid)
@@ -306,13 +303,10 @@ class MemoryWriter:
             return []
         if phrases and records is not None:
             turns = [r for r in records if is_raw_turn(r)]
-        else:
-            # Neighbours share the thread (the subject) of the turn that ended. Turns are
-            # archived with context only by imports, and then all of them: a turn without
-            # any (every turn the graph archives) has no neighbour that quotes it.
-            subjects = {t.subject for t in ended if t.context}
+        else:  # neighbours share the thread, and so the subject, of the turn that ended
+            subjects = {t.subject for t in ended}
             turns = [r for s in subjects for r in self.reader.with_subject(user_id, "episode", s)]
-        statuses = ("active",) if not hard else ("active", "forgotten", "superseded")
+        statuses = _reached(hard)
         out: list[Change] = []
         for turn in turns:
             around = turn.context
@@ -326,7 +320,7 @@ class MemoryWriter:
             if len(kept) == len(around):
                 continue
             done.add(turn.id)
-            turn.value = {**turn.value, "context": kept} if kept else None
+            turn.value = {**turn.value, "context": kept}  # other keys stay as they were
             turn.updated_at = now
             out.append(Change("edited", turn, note="context without what was forgotten"))
         return out
@@ -547,3 +541,9 @@ class MemoryWriter:
             except AccessDenied as exc:
                 return Change("refused", new, note=str(exc))
         return None
+
+
+def _reached(hard: bool) -> tuple[str, ...]:
+    """Return the statuses of the copies a change reaches; a hard delete reaches all."""
+    live = ("active", "archived")
+    return (*live, "forgotten", "superseded", "expired") if hard else live

@@ -378,9 +378,27 @@ def test_setup_creates_the_snapshot_table(pg_url: str, tmp_path: Path) -> None:
                     (SNAPSHOT_TABLE,),
                 ).fetchone()
             assert storage == ("e",), opener  # created, and stored out of line uncompressed
+
+        # An app role that may only read and write the table saves and loads snapshots:
+        # after setup, nothing it does needs DDL.
+        from memory.snapshot_store import SnapshotTable
+
+        role = f"{name}_app"
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP ROLE IF EXISTS {role}")
+            conn.execute(f"CREATE ROLE {role} LOGIN")
+            conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+            conn.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {SNAPSHOT_TABLE} TO {role}")
+        table = SnapshotTable(make_conninfo(url, user=role))
+        table.save("k", b"snapshot", "v1")
+        assert (table.load("k"), table.version("k")) == (b"snapshot", "v1")
+        table.delete("k")
+        assert table.load("k") is None
+        table._session.close()
     finally:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            admin.execute(f"DROP ROLE IF EXISTS {name}_app")
 
 
 def test_long_subjects_and_statements_are_stored(pg_url: str, new_user, tmp_path: Path) -> None:

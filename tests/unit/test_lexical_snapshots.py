@@ -307,6 +307,8 @@ def test_small_users_are_not_persisted(store: Any) -> None:
 def test_record_fields_of_a_loaded_record_match_the_stored_one(store: Any) -> None:
     svc = MemoryService(store, None)
     rows = _rows("ia", 20)
+    # An imported raw turn, with the turns said around it.
+    rows[0] |= {"kind": "episode", "subject": "episode.turn.t1"}
     rows[0]["value"] = {"context": ["the neighbour said quinoa"]}
     svc.import_records("ia", rows)
     assert _found(svc, "ia", "orchard")

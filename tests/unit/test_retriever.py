@@ -22,9 +22,11 @@ def test_retriever_ranks_as_search_and_reads_the_store(service: MemoryService) -
     assert (docs[0].id, docs[0].page_content) == (nurse.record.id, "用户在杭州当护士。")
     assert docs[0].metadata["subject"] == "profile.job"
     assert docs[0].metadata["confidence"] == nurse.record.confidence
-    # Never another user's memory, even when the question is theirs word for word.
-    assert all(d.page_content != "User works as a nurse in Leeds." for d in
-               retriever.invoke("User works as a nurse in Leeds."))  # fmt: skip
+    # Never another user's memory, even when the question is theirs word for word: lei's
+    # own job comes back (the nurse in Hangzhou), amy's does not.
+    theirs = retriever.invoke("User works as a nurse in Leeds.")
+    assert nurse.record.id in [d.id for d in theirs]
+    assert all(d.page_content != "User works as a nurse in Leeds." for d in theirs)
 
     # It composes like any runnable, and its async form gives the same documents.
     chain = retriever | RunnableLambda(lambda ds: [d.page_content for d in ds])

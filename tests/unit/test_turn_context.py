@@ -16,7 +16,7 @@ import pytest
 import memory.index
 from memory.extraction import CandidateMemory, Extraction
 from memory.index import fingerprint, index_text
-from memory.records import MemoryRecord, Source
+from memory.records import MemoryRecord, Source, namespace
 from memory.service import MemoryService
 
 # (id, turn, what was said around it)
@@ -159,3 +159,43 @@ def test_a_forget_reaches_the_context_of_other_turns(service: MemoryService, har
     service.forget("cy", turns["m1"].id, hard=hard)
     assert _settled(service, "cy", turns["m2"].id).context == ["How often do you swim?"]
     assert [h.record.id for h in service.search("cy", "sister", 5) if h.why != "core"] == []
+
+
+@pytest.mark.parametrize("hard", [False, True])
+def test_a_turn_without_context_of_its_own_still_leaves_its_neighbours(
+    service: MemoryService, hard: bool
+) -> None:
+    """The first turn of an import may carry no context, yet be in the next one's."""
+    source = Source(thread_id="imported", said_at=datetime.now(UTC), via="import")
+    first = "My locker code is the word tangerine."
+    service.archive_turns(
+        "di",
+        [("m1", first, ""), ("m2", "Twice a week.", [first, "How often do you swim?"])],
+        source,
+    )
+    turns = {r.source.message_ids[0]: r for r in service.list("di", include_turns=True)}
+    service.forget("di", turns["m1"].id, hard=hard)
+    assert _settled(service, "di", turns["m2"].id).context == ["How often do you swim?"]
+    assert [h for h in service.search("di", "tangerine", 5) if h.why != "core"] == []
+
+
+def test_a_hard_delete_reaches_archived_and_expired_neighbours(service: MemoryService) -> None:
+    turns = _import(service, "ed")
+    m2 = service.get("ed", turns["m2"].id)
+    for status in ("archived", "expired"):
+        stored = m2.model_copy(update={"status": status, "value": {**m2.value, "speaker": "Ed"}})
+        service.store.put(namespace("ed", "episode"), m2.id, stored.to_store())
+        assert service.get("ed", m2.id).status == status
+        service.forget("ed", turns["m1"].id, hard=True)
+        left = service.get("ed", m2.id)
+        assert left.context == ["How often do you swim?"], status
+        assert left.value["speaker"] == "Ed"  # what else the value held stays
+        turns = _import(service, "ed")  # m1 again, for the next status
+
+
+def test_only_raw_turns_have_context() -> None:
+    fact = MemoryRecord(
+        id="f", user_id="kim", kind="fact", subject="profile.city",
+        content="User lives in Oslo.", value={"context": ["I was born in Bergen."]},
+    )  # fmt: skip
+    assert fact.context == [] and index_text(fact) == "User lives in Oslo."
