@@ -65,12 +65,11 @@ from memory.lifecycle import (
     describe_forget,
     forget_phrase,
     is_deictic,
-    is_raw_turn,
 )
 from memory.phrases import Phrase, key_phrase, states
 from memory.privacy import describe as describe_withheld
 from memory.privacy import find_sensitive, redact
-from memory.records import Source, utcnow
+from memory.records import Source, is_raw_turn, utcnow
 from memory.service import MemoryService
 from memory.summary import ThreadSummary
 from memory.summary import merge as merge_summary

@@ -17,7 +17,13 @@ from memory.extraction import ForgetRequest
 from memory.lexical import STOP_WORDS, tokenize
 from memory.phrases import Phrase, key_phrase, phrase_of, states
 from memory.privacy import redact
-from memory.records import HALF_LIFE_DAYS, TURN_SUBJECT, MemoryRecord, normalize_text, stable_id
+from memory.records import (
+    HALF_LIFE_DAYS,
+    MemoryRecord,
+    is_raw_turn,
+    normalize_text,
+    stable_id,
+)
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -260,11 +266,6 @@ def negation_targets(phrase: str, records: list[MemoryRecord]) -> list[MemoryRec
         and not is_raw_turn(r)
         and any(states(r.content, p) or states(str(r.value or ""), p) for p in wanted)
     ]
-
-
-def is_raw_turn(record: MemoryRecord) -> bool:
-    """Return True for a user turn kept word for word (an `episode.turn.*` record)."""
-    return record.kind == "episode" and record.subject.startswith(TURN_SUBJECT)
 
 
 def is_summary(record: MemoryRecord) -> bool:

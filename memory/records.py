@@ -325,7 +325,7 @@ class MemoryRecord(BaseModel):
 
         Empty for every other record, and for turns archived without context.
         """
-        if self.kind != "episode" or not self.subject.startswith(TURN_SUBJECT):
+        if not is_raw_turn(self):
             return []
         around = self.value.get("context") if isinstance(self.value, dict) else None
         if isinstance(around, str):
@@ -354,3 +354,8 @@ class MemoryRecord(BaseModel):
             status=self.status,
             record_id=self.id,
         )
+
+
+def is_raw_turn(record: MemoryRecord) -> bool:
+    """Return True for a user turn kept word for word (an `episode.turn.*` record)."""
+    return record.kind == "episode" and record.subject.startswith(TURN_SUBJECT)

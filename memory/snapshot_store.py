@@ -128,10 +128,10 @@ class SnapshotTable:
     Not in the store: a 100k-memory snapshot is tens of megabytes, which the store would
     hold as JSON. `memory-agent setup` (and the graph's first use of a database) creates
     the table with the store's indexes; a process that finds it missing on its first save
-    creates it then, never on import. One connection per process and database, used only for this.
+    creates it then, never on import. One connection per process and database, used only
+    for this.
     """
 
-    TABLE = SNAPSHOT_TABLE
     _by_database: dict[str, SnapshotTable] = {}
     _guard = threading.Lock()
 
@@ -162,25 +162,29 @@ class SnapshotTable:
 
     def version(self, key: str) -> str | None:
         """See `SnapshotStore.version`."""
-        row = self._run(f"SELECT version FROM {self.TABLE} WHERE user_key = %s", (key,), fetch=True)
+        row = self._run(
+            f"SELECT version FROM {SNAPSHOT_TABLE} WHERE user_key = %s", (key,), fetch=True
+        )
         return str(row[0]) if row else None
 
     def load(self, key: str) -> bytes | None:
         """See `SnapshotStore.load`."""
-        row = self._run(f"SELECT data FROM {self.TABLE} WHERE user_key = %s", (key,), fetch=True)
+        row = self._run(
+            f"SELECT data FROM {SNAPSHOT_TABLE} WHERE user_key = %s", (key,), fetch=True
+        )
         return bytes(row[0]) if row else None
 
     def save(self, key: str, data: bytes, version: str) -> None:
         """See `SnapshotStore.save`."""
         if not self._created:
             # DDL only where the table is missing: an app role may not be allowed to run it.
-            row = self._run("SELECT to_regclass(%s) IS NULL", (self.TABLE,), fetch=True)
+            row = self._run("SELECT to_regclass(%s) IS NULL", (SNAPSHOT_TABLE,), fetch=True)
             if row is None or row[0]:
                 for sql in SNAPSHOT_TABLE_DDL:
                     self._run(sql, ())
             self._created = True
         self._run(
-            f"INSERT INTO {self.TABLE} (user_key, version, data) VALUES (%s, %s, %s) "
+            f"INSERT INTO {SNAPSHOT_TABLE} (user_key, version, data) VALUES (%s, %s, %s) "
             "ON CONFLICT (user_key) DO UPDATE SET version = EXCLUDED.version, "
             "data = EXCLUDED.data, saved_at = now()",
             (key, version, data),
@@ -192,7 +196,7 @@ class SnapshotTable:
         The row is gone for every reader at once; Postgres overwrites its dead bytes on
         disk at the table's next vacuum, as for any deleted store row.
         """
-        self._run(f"DELETE FROM {self.TABLE} WHERE user_key = %s", (key,))
+        self._run(f"DELETE FROM {SNAPSHOT_TABLE} WHERE user_key = %s", (key,))
 
 
 def snapshot_store(store: BaseStore) -> SnapshotStore | None:

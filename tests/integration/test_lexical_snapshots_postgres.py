@@ -8,19 +8,20 @@ from typing import Any
 
 import psycopg
 import pytest
+from spies import count_scans
 
 from memory import changelog
 from memory.backends import BackendConfig, open_backends
 from memory.records import MemoryRecord, user_key
 from memory.service import MemoryService
-from memory.snapshot_store import SnapshotTable
+from memory.snapshot_store import SNAPSHOT_TABLE
 from memory.snapshots import LexicalIndexes
 
 
 def _row(url: str, user: str) -> bytes | None:
     with psycopg.connect(url, autocommit=True) as conn:
         found = conn.execute(
-            f"SELECT data FROM {SnapshotTable.TABLE} WHERE user_key = %s", (user_key(user),)
+            f"SELECT data FROM {SNAPSHOT_TABLE} WHERE user_key = %s", (user_key(user),)
         ).fetchone()
     return bytes(found[0]) if found else None
 
@@ -48,14 +49,7 @@ def test_a_second_process_loads_the_row_and_forgets_purge_it(
 
         second = MemoryService(b.store, None)  # its own snapshots, as another process has
         second.lexical = LexicalIndexes(pin=second.lexical._pin)
-        scans: list[str] = []
-        real = second._reader.scan
-
-        def counted(user_id: Any, **kw: Any) -> list[MemoryRecord]:
-            scans.append(user_id)
-            return real(user_id, **kw)
-
-        second._reader.scan = counted  # type: ignore[method-assign]
+        scans = count_scans(second)
         hits = second.search(user, "Capybara safe word")
         assert hits[0].record.id == secret.record.id and scans == []
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from spies import count_scans
 
 from memory import changelog
 from memory.backends import BackendConfig, open_backends
@@ -65,18 +66,6 @@ def _copy(store: Any, user: str) -> Path:
     files = changelog.snapshot_store(store)
     assert isinstance(files, SnapshotFiles)
     return Path(files.path(user_key(user)))
-
-
-def _count_scans(svc: MemoryService) -> list[str]:
-    scans: list[str] = []
-    real = svc._reader.scan
-
-    def scan(user_id: Any, **kw: Any) -> list[MemoryRecord]:
-        scans.append(user_id)
-        return real(user_id, **kw)
-
-    svc._reader.scan = scan  # type: ignore[method-assign]
-    return scans
 
 
 def _found(svc: MemoryService, user: str, query: str, k: int = 5) -> list[str]:
@@ -163,7 +152,7 @@ def test_a_new_process_loads_the_copy_instead_of_scanning(store: Any) -> None:
     assert oct(_copy(store, "ann").stat().st_mode & 0o777) == "0o600"
 
     second = _fresh(store)
-    scans = _count_scans(second)
+    scans = count_scans(second)
     assert _found(second, "ann", "mango pond") == want
     assert scans == []  # loaded, not rebuilt
     assert _found(second, "ann", "banana") == _found(first, "ann", "banana")
@@ -182,7 +171,7 @@ def test_a_stale_copy_is_caught_up_from_the_change_log_tail(store: Any) -> None:
     assert _copy(store, "bo").read_bytes() == saved
 
     reader = _fresh(store)
-    scans = _count_scans(reader)
+    scans = count_scans(reader)
     assert _found(reader, "bo", "bees greenhouse") == ["User keeps bees behind the greenhouse."]
     assert len(_found(reader, "bo", "meadow", k=10)) == 5
     assert scans == []
@@ -209,12 +198,12 @@ def test_a_copy_older_than_the_log_reaches_is_rebuilt(store: Any) -> None:
     writer.import_records("cy", _rows("cy", CHANGE_LOG_KEYS + 10, start=1000, word="vineyard"))
 
     reader = _fresh(store)
-    scans = _count_scans(reader)
+    scans = count_scans(reader)
     assert len(_found(reader, "cy", "vineyard", k=3)) == 3
     assert scans == ["cy"]
     # ... and the rebuilt snapshot is persisted for the next process.
     third = _fresh(store)
-    third_scans = _count_scans(third)
+    third_scans = count_scans(third)
     assert len(_found(third, "cy", "vineyard", k=3)) == 3 and third_scans == []
 
 
@@ -236,11 +225,11 @@ def test_a_corrupt_copy_is_rebuilt_and_replaced(store: Any, damage: str) -> None
     path.write_bytes(bytes(data))
 
     second = _fresh(store)
-    scans = _count_scans(second)
+    scans = count_scans(second)
     assert _found(second, "di", "cherry tree") == want
     assert scans == ["di"]
     third = _fresh(store)
-    assert _found(third, "di", "cherry tree") == want and _count_scans(third) == []
+    assert _found(third, "di", "cherry tree") == want and count_scans(third) == []
 
 
 def test_forget_and_supersede_leave_no_word_in_the_copy(store: Any) -> None:
