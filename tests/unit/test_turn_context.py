@@ -16,6 +16,7 @@ import pytest
 import memory.index
 from memory.extraction import CandidateMemory, Extraction
 from memory.index import fingerprint, index_text
+from memory.lifecycle import Policy
 from memory.records import MemoryRecord, Source, namespace
 from memory.service import MemoryService
 
@@ -199,3 +200,24 @@ def test_only_raw_turns_have_context() -> None:
         content="User lives in Oslo.", value={"context": ["I was born in Bergen."]},
     )  # fmt: skip
     assert fact.context == [] and index_text(fact) == "User lives in Oslo."
+
+
+@pytest.mark.parametrize("sensitive", ["drop", "redact"])
+def test_a_sensitive_value_in_the_context_reaches_no_copy(
+    service: MemoryService, sensitive: str
+) -> None:
+    """The screen covers the turn and its context together, before the store, the lexical
+    index and the vector see either."""
+    service = MemoryService(service.store, service.index, policy=Policy(sensitive=sensitive))
+    source = Source(thread_id="imported", said_at=datetime.now(UTC), via="import")
+    card = "4111 1111 1111 1111"
+    around = [f"Sure, my card is {card}, book it.", "How often do you swim?"]
+    service.archive_turns("fe", [("m2", "Twice a week.", around)], source)
+    stored = service.list("fe", include_turns=True)
+    if sensitive == "drop":
+        assert stored == []  # the turn goes with its context
+    else:
+        (turn,) = stored
+        assert turn.context[1] == "How often do you swim?" and "Sure, my card is" in turn.context[0]
+        assert card not in index_text(turn) and card not in str(turn.value)
+    assert [h for h in service.search("fe", card, 5) if h.why != "core"] == []
