@@ -83,6 +83,10 @@ FLOOR_GRID: dict[str, list[float]] = {
 # (`retrieval.episode_floor`); inf: never (raw turns need a word in common).
 INF = float("inf")
 MARGIN_GRID: list[float] = [INF, 0.05, 0.1, 0.15, 0.2]
+# BM25's (k1, b) of the lexical index; the first is what the service uses
+# (`memory.lexical.BM25Index`'s defaults). Each other pair's hits are computed once per
+# question over the same records (`add_lexical_variants`).
+BM25_GRID: list[tuple[float, float]] = [(1.2, 0.75), (0.9, 0.4), (0.9, 0.2), (1.2, 0.4), (0.6, 0.3)]
 """How close to the best similarity a hit with no lexical support must come."""
 EPISODE_FLOOR_GRID: dict[str, list[float]] = {
     "local": [INF, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6],
@@ -112,6 +116,53 @@ class Asked:
     names: list[str] = field(default_factory=list)
     everything: dict[str, Any] = field(default_factory=dict)
     """Every record of the conversation's user (shared), for the entity expansion."""
+    lexical_variants: dict[tuple[float, float], list[tuple[str, float]]] = field(
+        default_factory=dict
+    )
+    """Lexical hits under other BM25 ``(k1, b)`` (`add_lexical_variants`)."""
+
+    def lexical_for(
+        self, bm25: tuple[float, float] | None
+    ) -> tuple[list[tuple[str, float]], dict[str, Any]]:
+        """The lexical hits under BM25 ``(k1, b)`` (None: as the service ran), and the
+        candidate records they and the dense hits bring, as `search` gathers them."""
+        if bm25 is None or bm25 == SERVICE_BM25:
+            return self.lexical, self.live
+        lexical = self.lexical_variants[bm25]
+        extra = {i: self.everything[i] for i, _ in lexical if i not in self.live}
+        return lexical, (self.live | extra) if extra else self.live
+
+
+SERVICE_BM25 = (BM25Index().k1, BM25Index().b)
+
+
+def add_lexical_variants(asked: list[list[Asked]], params: Sequence[tuple[float, float]]) -> int:
+    """Search every question again under each BM25 ``(k1, b)``, over the same records.
+
+    The index is built as the service builds it (`memory.snapshots.record_fields`). Returns
+    how many questions' top 20 under the service's own parameters differ from what the
+    service returned (0 when the rebuild is faithful).
+    """
+    from memory.snapshots import record_fields
+
+    mismatches = 0
+    for conv in asked:
+        if not conv:
+            continue
+        for a in conv:
+            a.lexical_variants = {}  # also for questions recorded before the field existed
+        for k1, b in {*params, SERVICE_BM25}:
+            index: BM25Index[str] = BM25Index(k1=k1, b=b)
+            for i, rec in conv[0].everything.items():
+                text, extra = record_fields(rec)
+                index.add(i, text, extra=extra)
+            for a in conv:
+                hits_ = index.search(a.question.question, 200)
+                if (k1, b) == SERVICE_BM25:
+                    mismatches += [i for i, _ in hits_[:20]] != [i for i, _ in a.lexical[:20]]
+                else:
+                    a.lexical_variants[(k1, b)] = hits_
+    return mismatches
 
 
 class RecordingEmbedder:
@@ -255,11 +306,14 @@ class Trial:
     floor: float
     entity_seeds: int = 0
     entity_weight: float = 0.0
+    bm25: tuple[float, float] = SERVICE_BM25
 
     def key(self) -> str:
         cfg = {k: v for k, v in self.config.__dict__.items() if k not in ("half_life_days",)}
         cfg["half_life_days"] = dict(self.config.half_life_days)
-        return json.dumps([cfg, self.floor, self.entity_seeds, self.entity_weight], sort_keys=True)
+        return json.dumps(
+            [cfg, self.floor, self.entity_seeds, self.entity_weight, self.bm25], sort_keys=True
+        )
 
     def values(self) -> dict[str, Any]:
         c = self.config
@@ -276,6 +330,7 @@ class Trial:
             "time_boost": c.time_boost,
             "name_boost": c.name_boost,
             "dedupe_jaccard": c.dedupe_jaccard,
+            "bm25_k1_b": list(self.bm25),
         }
         if c.fusion == "rrf":
             out["rrf_k"] = c.rrf_k
@@ -286,7 +341,7 @@ class Trial:
     def with_value(self, name: str, value: Any) -> Trial:
         if name == "floor":
             return replace(self, floor=float(value))
-        if name in ("entity_seeds", "entity_weight"):
+        if name in ("entity_seeds", "entity_weight", "bm25"):
             return replace(self, **{name: value})
         if name == "episode_half_life":
             hl = dict(self.config.half_life_days) | {"episode": float(value)}
@@ -296,7 +351,7 @@ class Trial:
     def get(self, name: str) -> Any:
         if name == "floor":
             return self.floor
-        if name in ("entity_seeds", "entity_weight"):
+        if name in ("entity_seeds", "entity_weight", "bm25"):
             return getattr(self, name)
         if name == "episode_half_life":
             return self.config.half_life_days.get("episode")
@@ -315,6 +370,7 @@ def default_grid(spec: str) -> dict[str, list[Any]]:
         | GRID
         | {"episode_floor": EPISODE_FLOOR_GRID.get(spec, [INF])}
         | {"dense_margin": MARGIN_GRID}
+        | {"bm25": BM25_GRID}
     )
 
 
@@ -338,12 +394,13 @@ Expander = Callable[[Asked, list[tuple[str, float]], Trial], list[tuple[str, flo
 def replay(a: Asked, trial: Trial, expand: Expander | None = None) -> list[str]:
     """What `MemoryService.search` would return for this question under `trial`."""
     config = replace(trial.config, relevance_floor=trial.floor)
+    lexical, live = a.lexical_for(trial.bm25)
     ranked = retrieval.rank(
-        a.question.question, a.dense, a.lexical, a.live, a.now, config=config,
+        a.question.question, a.dense, lexical, live, a.now, config=config,
         k=3 * KMAX + 10, window=a.window, names=a.names,
     )  # fmt: skip
     # As `search` does (the pinned core memories are not recorded: none in LoCoMo).
-    ranked = drop_restated_turns(ranked, a.live, a.lexical, [], KMAX)
+    ranked = drop_restated_turns(ranked, live, lexical, [], KMAX)
     if expand is not None and trial.entity_seeds:
         ranked = expand(a, ranked, trial)
     out: list[str] = []
@@ -584,6 +641,7 @@ def run_cv(
         | {
             "episode_floor": json_grid(EPISODE_FLOOR_GRID),
             "dense_margin": json_grid({"all": MARGIN_GRID}),
+            "bm25_k1_b": [list(p) for p in BM25_GRID],
         },
         "encoders": {},
     }
@@ -598,6 +656,7 @@ def run_cv(
                     (asked_cache / f"{spec}.pickle").write_bytes(pickle.dumps((asked, info)))
             entry: dict[str, Any] = {"encode": info}
             entry["replay_mismatches"] = replay_mismatches(asked, spec)
+            entry["lexical_rebuild_mismatches"] = add_lexical_variants(asked, BM25_GRID)
             entry["baselines"] = baselines(asked, convs)
             entry["service_as_returned"] = summarize(
                 [hits(a.returned, a.question.evidence) for conv in asked for a in conv],

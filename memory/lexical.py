@@ -20,7 +20,7 @@ Tokenizer
 
 BM25 index
     `BM25Index` is an in-memory inverted index with incremental `add` / `remove` by id
-    (re-adding an id replaces it), Lucene-style BM25 (k1=1.2, b=0.75, idf
+    (re-adding an id replaces it), Lucene-style BM25 (`BM25_K1`, `BM25_B`, idf
     ``log(1 + (N - df + 0.5) / (df + 0.5))``, always positive) and `search(query, k)` →
     ``[(id, score), ...]`` best first. Statistics (N, df, average length) are kept
     incrementally, and a query scores each of its terms' postings with numpy, so it costs
@@ -48,6 +48,8 @@ from typing import Generic, TypeVar
 import numpy as np
 
 __all__ = [
+    "BM25_B",
+    "BM25_K1",
     "BM25Index",
     "Postings",
     "STOP_WORDS",
@@ -201,6 +203,19 @@ class Postings(Generic[K]):
     p_freq: np.ndarray
 
 
+BM25_K1 = 0.6
+"""BM25 term-frequency saturation of the service's lexical index."""
+BM25_B = 0.3
+"""BM25 length normalisation of the service's lexical index (0 = none, 1 = full).
+
+Both were chosen by leave-one-conversation-out cross-validation on LoCoMo
+(`benchmarks/locomo_cv.py`, 4 of 5 folds). Lucene's 1.2 / 0.75 penalise a raw turn for the
+neighbouring turns indexed with it; lower values took cross-validated R@5 from 0.649 to
+0.662. Chinese recall did not move (`docs/recall-tuning.md`). Both apply when a query is
+scored, so an index saved with other values scores with these once loaded.
+"""
+
+
 class BM25Index(Generic[K]):
     """An incremental in-memory BM25 index over documents keyed by id.
 
@@ -215,7 +230,7 @@ class BM25Index(Generic[K]):
     Thread-safe: one lock guards every read and write.
     """
 
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75, stemming: bool = True) -> None:
+    def __init__(self, *, k1: float = BM25_K1, b: float = BM25_B, stemming: bool = True) -> None:
         """Create an empty index.
 
         Args:
@@ -492,8 +507,8 @@ class BM25Index(Generic[K]):
         cls,
         postings: Postings[K],
         *,
-        k1: float = 1.2,
-        b: float = 0.75,
+        k1: float = BM25_K1,
+        b: float = BM25_B,
         stemming: bool = True,
         slots: dict[K, int] | None = None,
     ) -> BM25Index[K]:

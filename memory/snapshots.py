@@ -475,10 +475,10 @@ def load_snapshot(
         if not ok or len(slots) != n:
             raise SnapshotError("inconsistent arrays")
         postings = Postings(ids, terms, lens, t_off, p_doc, p_freq)
+        # k1 and b are read at query time, so a snapshot saved under other values is
+        # scored with today's (the header keeps them for inspection only).
         bm25: BM25Index[Any] = BM25Index.from_export(
             postings,
-            k1=float(header["k1"]),
-            b=float(header["b"]),
             stemming=header["stemming"],
             slots=slots.copy(),
         )

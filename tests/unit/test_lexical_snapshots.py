@@ -20,7 +20,7 @@ from spies import count_scans
 from memory import changelog
 from memory.backends import BackendConfig, open_backends
 from memory.changelog import CHANGE_LOG_KEYS
-from memory.lexical import BM25Index
+from memory.lexical import BM25_B, BM25_K1, BM25Index
 from memory.records import MemoryRecord, Source, user_key
 from memory.service import MemoryService
 from memory.snapshot_store import SnapshotFiles
@@ -116,6 +116,25 @@ def test_writes_to_a_loaded_index_match_an_index_built_from_the_same_documents()
     )
     # The words of removed documents are gone from the arrays, not just unreferenced.
     assert "word3" not in loaded.export().terms and "word4" in loaded.export().terms
+
+
+def test_a_snapshot_saved_under_other_bm25_values_scores_with_todays() -> None:
+    # A snapshot written before the service's k1 / b changed must not keep the old ranking.
+    lexical = LexicalIndexes()
+    recs = [MemoryRecord.model_validate(r) for r in _rows("u", 30)]
+    entry = lexical.build("u", recs, "v1")
+    old = BM25Index(k1=1.2, b=0.75)
+    for r in recs:
+        text, extra = record_fields(r)
+        old.add(r.id, text, extra=extra)
+    entry.bm25 = old
+    data, _ = dump_snapshot(entry, lambda r: r.model_dump_json().encode(), tag="t")
+    back = load_snapshot(data, MemoryRecord.model_validate_json, tag="t")
+    today = lexical.build("u", recs, "v1").bm25
+    assert (back.bm25.k1, back.bm25.b) == (BM25_K1, BM25_B) != (1.2, 0.75)
+    query = recs[3].content
+    assert dict(back.bm25.search(query, 50)) == pytest.approx(dict(today.search(query, 50)))
+    assert dict(back.bm25.search(query, 50)) != pytest.approx(dict(old.search(query, 50)))
 
 
 def test_corrupt_truncated_or_foreign_bytes_are_refused() -> None:

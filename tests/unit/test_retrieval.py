@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import retrieval
-from memory.lexical import BM25Index, stem, tokenize
+from memory.lexical import BM25_B, BM25_K1, BM25Index, stem, tokenize
 from memory.records import MemoryRecord, Source
 from memory.retrieval import (
     RankConfig,
@@ -383,8 +383,10 @@ def test_locomo_benchmark_tiny_slice() -> None:
 WORDS = ["ab", "cd", "ef", "gh", "ij", "kl", "mn", "op", "上海", "咖啡"]
 
 
-def _reference_bm25(docs: dict[int, list[str]], query: list[str]) -> dict[int, float]:
-    """BM25 written out from its formula over tokenized documents (k1=1.2, b=0.75)."""
+def _reference_bm25(
+    docs: dict[int, list[str]], query: list[str], k1: float = BM25_K1, b: float = BM25_B
+) -> dict[int, float]:
+    """BM25 written out from its formula over tokenized documents."""
     n = len(docs)
     avgdl = sum(len(d) for d in docs.values()) / n if n else 1.0
     avgdl = avgdl or 1.0
@@ -397,7 +399,7 @@ def _reference_bm25(docs: dict[int, list[str]], query: list[str]) -> dict[int, f
             f = words.count(term)
             if df and f:
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5)) * qw
-                score += idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * len(words) / avgdl))
+                score += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(words) / avgdl))
         if score > 0:
             out[i] = score
     return out
