@@ -25,7 +25,7 @@ def make_builder(deps: AgentDeps) -> StateGraph[State, Context, InputState, Stat
     builder.add_node("schedule", nodes.schedule)
     builder.add_conditional_edges(START, nodes.entry, ["load_memory", "extract"])
     builder.add_edge("load_memory", "chat")
-    builder.add_node("tools", ToolNode(list(deps.tools)))
+    builder.add_node("tools", ToolNode(nodes.tools))
     builder.add_conditional_edges("chat", nodes.after_chat, ["tools", "extract", "schedule"])
     builder.add_edge("schedule", END)
     builder.add_edge("tools", "chat")

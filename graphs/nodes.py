@@ -20,11 +20,13 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     SystemMessage,
+    ToolMessage,
 )
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import END
+from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 
 import prompts
@@ -41,7 +43,7 @@ from graphs.messages import (
 )
 from graphs.settings import Settings, open_service
 from graphs.state import State
-from graphs.tools import TOOLS, render_working_memory
+from graphs.tools import SEARCH_MEMORY, TOOLS, render_working_memory, search_memory_tool
 from graphs.window import (
     ANSWER_RESERVE_TOKENS,
     ContextOverflow,
@@ -101,7 +103,8 @@ class AgentDeps:
             agent id, the model and how many memories are recalled.
         chat_model: Returns the chat model for a spec (None: `settings.model`).
         index: Returns the Chroma index (opened once, on first use).
-        tools: The tools the chat model may call (working memory by default).
+        tools: The tools the chat model may call (working memory by default); the graph
+            adds `SearchMemory` unless `settings.search_tool` is off.
 
     """
 
@@ -111,7 +114,7 @@ class AgentDeps:
     tools: Sequence[BaseTool] = tuple(TOOLS)
 
 
-def _turn_time(state: State) -> datetime:
+def _turn_time(state: State | dict[str, Any]) -> datetime:
     raw = state.get("turn_time")
     if raw:
         return datetime.fromisoformat(raw)
@@ -125,8 +128,14 @@ class MemoryNodes:
         """Bind nodes to dependencies."""
         self.deps = deps
         self._indexes_ready = False
+        self.tools: list[BaseTool] = list(deps.tools)
+        """What the chat model may call: `deps.tools`, and `SearchMemory` unless turned off
+        (`Settings.search_tool`) or already among them."""
+        if deps.settings.search_tool and SEARCH_MEMORY not in {t.name for t in self.tools}:
+            self.tools.append(search_memory_tool(self.search_memory))
+        self._searches = any(t.name == SEARCH_MEMORY for t in self.tools)
 
-    async def _service(self, runtime: Runtime[Context]) -> MemoryService:
+    async def _service(self, runtime: Runtime[Context] | ToolRuntime) -> MemoryService:
         store = runtime.store
         if store is None:
             raise RuntimeError(
@@ -186,6 +195,16 @@ class MemoryNodes:
             "turn_time": now.isoformat(),
         }
 
+    async def search_memory(self, runtime: ToolRuntime, query: str, k: int) -> str:
+        """Run a `SearchMemory` call, rendered as the memory block is.
+
+        The user comes from the run context, never from the call's arguments.
+        """
+        user = user_of(runtime.context)
+        service = await self._service(runtime)
+        recalled = await service.asearch(user, query, k, now=_turn_time(runtime.state))
+        return format_block([r.record for r in recalled]) or "(no memories matched)"
+
     def _system(self, state: State, lang: str, working: dict[str, Any] | None) -> SystemMessage:
         zh = lang == "zh"
         block = state.get("memory_block") or ("（无）" if zh else "(nothing yet)")
@@ -199,6 +218,7 @@ class MemoryNodes:
                 lang,
                 now=_turn_time(state).isoformat(),
                 memory_block=block,
+                search_hint=prompts.load("search_hint", lang).strip() if self._searches else "",
                 short_term="\n\n".join(p for p in parts if p),
             )
         )
@@ -206,7 +226,7 @@ class MemoryNodes:
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Answer from the memory block, the rolling summary, working memory and the thread.
 
-        The model may call tools (`deps.tools`, run by the `tools` node, which comes back
+        The model may call tools (`self.tools`, run by the `tools` node, which comes back
         here); after `MAX_TOOL_ROUNDS` rounds in one turn it is asked without tools.
         """
         messages = list(state.get("messages", []))
@@ -223,7 +243,7 @@ class MemoryNodes:
         window = build_window(messages, skip, budget)
         model = await self._model(runtime)
         rounds = tool_rounds(messages)
-        runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.deps.tools)
+        runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.tools)
         reply = await runnable.ainvoke([system, *window])
         if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
             # Asked without tools and calling one anyway: keep its words, drop the call.
@@ -514,6 +534,13 @@ class MemoryNodes:
         zh = bool(pending) and has_cjk(text_of(pending[-1]))
         start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)
         for i, m in enumerate(messages):
+            if isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and m.id and phrases:
+                # A search result is recalled memory too: its forgotten lines go.
+                lines = text_of(m).split("\n")
+                kept = _unsaid(lines, phrases)
+                if kept != lines:
+                    out["messages"].append(m.model_copy(update={"content": "\n".join(kept)}))
+                continue
             if not isinstance(m, HumanMessage | AIMessage) or not m.id:
                 continue
             if isinstance(m, AIMessage) and m.tool_calls:

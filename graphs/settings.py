@@ -103,6 +103,11 @@ def max_message_chars_for(context_tokens: int) -> int:
     return chars
 
 
+def _flag(name: str) -> bool:
+    """Read an on/off variable: on unless set to 0, false, no or off."""
+    return (os.environ.get(name) or "true").strip().lower() not in ("0", "false", "no", "off")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the agent can be configured with (see the README's configuration table).
@@ -122,6 +127,8 @@ class Settings:
         backend: Where memory lives.
         policy: Lifecycle rules: what to trust, when to archive, what is too sensitive.
         access: Which agent may read and write which memories; None: every agent everything.
+        search_tool: Give the chat model the `SearchMemory` tool, so it can look up what
+            the memory block did not bring (one query per part of a multi-part question).
 
     """
 
@@ -138,6 +145,7 @@ class Settings:
     backend: BackendConfig = field(default_factory=BackendConfig)
     policy: Policy = field(default_factory=Policy)
     access: AccessPolicy | None = None
+    search_tool: bool = True
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -171,11 +179,9 @@ class Settings:
             event_ttl=days("MEMORY_AGENT_EVENT_TTL_DAYS", 7.0),
             archive_after=days("MEMORY_AGENT_ARCHIVE_DAYS", 180.0),
             turn_ttl=days("MEMORY_AGENT_TURN_TTL_DAYS", 365.0),
-            archive_turns=(env.get("MEMORY_AGENT_ARCHIVE_TURNS") or "true").lower()
-            not in ("0", "false", "no", "off"),
+            archive_turns=_flag("MEMORY_AGENT_ARCHIVE_TURNS"),
             sensitive=cast(Literal["drop", "redact"], sensitive),
-            redact_thread=(env.get("MEMORY_AGENT_REDACT_THREAD") or "true").lower()
-            not in ("0", "false", "no", "off"),
+            redact_thread=_flag("MEMORY_AGENT_REDACT_THREAD"),
         )
         access_file = env.get("MEMORY_AGENT_ACCESS_POLICY") or None
         try:
@@ -215,6 +221,7 @@ class Settings:
             max_message_chars=max_message_chars,
             policy=policy,
             access=access,
+            search_tool=_flag("MEMORY_AGENT_SEARCH_TOOL"),
             backend=BackendConfig(
                 home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
                 database_url=(
