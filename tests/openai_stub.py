@@ -50,8 +50,10 @@ class Reply:
         content: The assistant message text (a JSON string for structured output).
         status: HTTP status; anything but 200 sends `error` in OpenAI's error format.
         error: The error message for a non-200 status.
-        finish_reason: Reported finish reason.
+        finish_reason: Reported finish reason ("tool_calls" when there are tool calls).
         chunk_size: Characters per streamed content chunk.
+        tool_calls: ``(name, arguments)`` of the functions the assistant calls, sent as
+            OpenAI ``tool_calls`` (streamed as one delta per call).
     """
 
     content: str = ""
@@ -59,6 +61,15 @@ class Reply:
     error: str = "stub error"
     finish_reason: str = "stop"
     chunk_size: int = 4
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def openai_tool_calls(self, cid: str) -> list[dict[str, Any]]:
+        """Return the tool calls as OpenAI sends them in a message."""
+        return [
+            {"id": f"{cid}-{i}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args) in enumerate(self.tool_calls)
+        ]  # fmt: skip
 
 
 Handler = Callable[[dict[str, Any]], "str | Reply | dict[str, Any]"]
@@ -340,13 +351,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        calls = reply.openai_tool_calls(cid)
+        finish = "tool_calls" if calls and reply.finish_reason == "stop" else reply.finish_reason
         if not body.get("stream"):
+            message = {"role": "assistant", "content": reply.content or None, "refusal": None}
             self._send_json(200, {
                 "id": cid, "object": "chat.completion", "created": created, "model": model,
                 "choices": [{
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply.content, "refusal": None},
-                    "finish_reason": reply.finish_reason, "logprobs": None,
+                    "message": message | ({"tool_calls": calls} if calls else {}),
+                    "finish_reason": finish, "logprobs": None,
                 }],
                 "usage": usage,
             })  # fmt: skip
@@ -371,7 +385,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             chunk({"content": reply.content[i : i + size]})
             for i in range(0, len(reply.content), size)
         ]
-        events.append(chunk({}, reply.finish_reason))
+        events += [chunk({"tool_calls": [call | {"index": i}]}) for i, call in enumerate(calls)]
+        events.append(chunk({}, finish))
         if (body.get("stream_options") or {}).get("include_usage"):
             events.append({**chunk({}), "choices": [], "usage": usage})
         for event in events:

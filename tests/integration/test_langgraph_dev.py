@@ -217,7 +217,14 @@ async def test_messages_stream_for_studio_is_the_reply_growing(client: LangGraph
 
 # A real (tool-calling, JSON-answering) model behind the same server: the scripted
 # OpenAI-compatible stub of tests/openai_stub.py, which streams every answer in pieces.
-from openai_stub import OpenAIStub, Reply, json_reply, schema_name  # noqa: E402
+from openai_stub import (  # noqa: E402
+    OpenAIStub,
+    Reply,
+    json_reply,
+    last_user_text,
+    schema_name,
+    system_text,
+)
 
 STUB_REPLY = "Noted, Lisbon it is, and no peanuts in anything I suggest."
 STUB_SUMMARY = {
@@ -229,14 +236,30 @@ STUB_SUMMARY = {
 }
 
 
+KYLE = "My son Kyle collects model trains."
+ASK_SON = "What does my son collect?"
+LOOKED_UP = "I looked it up in my notes."
+
+
 def _stub_answer(body: dict[str, Any]) -> Any:
     name = schema_name(body)
+    messages = body.get("messages", [])
     if name == "Extraction":
+        if any(KYLE in str(m.get("content")) for m in messages):
+            son = {"kind": "fact", "subject": "family.son", "value": "Kyle", "confidence": 0.95,
+                   "content": "User's son Kyle collects model trains."}  # fmt: skip
+            return json_reply({"memories": [son], "forget": []})
         lisbon = {"kind": "fact", "subject": "profile.city", "content": "User lives in Lisbon.",
                   "value": "Lisbon", "confidence": 0.95}  # fmt: skip
         return json_reply({"memories": [lisbon], "forget": []})
     if name == "ThreadSummary":
         return json_reply(STUB_SUMMARY)
+    if messages and messages[-1].get("role") == "tool":
+        return Reply(LOOKED_UP, chunk_size=5)
+    if last_user_text(body) == ASK_SON:
+        # A real model would call the tool so; it even names a user, which must not count.
+        query = {"query": "son collects model trains", "user_id": "mallory"}
+        return Reply(tool_calls=[("SearchMemory", query)])
     return Reply(STUB_REPLY, chunk_size=5)
 
 
@@ -283,6 +306,44 @@ async def test_structured_output_of_a_real_model_is_not_streamed(
         stored = await lg.store.search_items(["memories", "carol"], limit=50)
         assert "User lives in Lisbon." in {i["value"]["content"] for i in stored["items"]}
         # ...but none of their output reached the messages stream (checked per part above).
+    finally:
+        await lg.aclose()
+        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
+
+
+def _search_results(values: dict[str, Any]) -> list[str]:
+    return [
+        m["content"]
+        for m in values["messages"]
+        if m["type"] == "tool" and m.get("name") == "SearchMemory"
+    ]
+
+
+async def test_a_served_model_searches_memory_for_the_run_user_only(
+    stub_server: tuple[str, ServerProcess, Any],
+) -> None:
+    url, server, stub = stub_server
+    start = server.log_size()
+    lg = get_client(url=url, timeout=60)
+    try:
+        await _turn(lg, "erin", KYLE)
+        stub.clear()
+        # Streamed, as Studio runs it: the tool call arrives in pieces.
+        thread = await lg.threads.create()
+        await _stream_turn(lg, thread["thread_id"], "erin", ASK_SON, "messages-tuple")
+        values = (await lg.threads.get_state(thread["thread_id"]))["values"]
+        assert isinstance(values, dict)
+        (found,) = _search_results(values)
+        assert "Kyle collects model trains" in found and found.startswith("<memories>")
+        assert _reply(values) == LOOKED_UP
+        first = stub.chat_requests()[0]
+        assert first.get("stream") and "SearchMemory" in {
+            t["function"]["name"] for t in first.get("tools", [])
+        }
+        assert "SearchMemory" in system_text(first)  # the prompt says when to use it
+        # Dave asks the same; the call is the same. He never told anyone about Kyle.
+        (found,) = _search_results(await _turn(lg, "dave", ASK_SON))
+        assert "Kyle" not in found and "trains" not in found
     finally:
         await lg.aclose()
         print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
