@@ -323,9 +323,7 @@ async def test_a_served_model_searches_memory_for_the_run_user_only(
     stub_server: tuple[str, ServerProcess, Any],
 ) -> None:
     url, server, stub = stub_server
-    start = server.log_size()
-    lg = get_client(url=url, timeout=60)
-    try:
+    async with sdk_client(url, server) as lg:
         await _turn(lg, "erin", KYLE)
         stub.clear()
         # Streamed, as Studio runs it: the tool call arrives in pieces.
@@ -344,6 +342,3 @@ async def test_a_served_model_searches_memory_for_the_run_user_only(
         # Dave asks the same; the call is the same. He never told anyone about Kyle.
         (found,) = _search_results(await _turn(lg, "dave", ASK_SON))
         assert "Kyle" not in found and "trains" not in found
-    finally:
-        await lg.aclose()
-        print(f"--- langgraph dev log during this test ---\n{server.log(start)}")
