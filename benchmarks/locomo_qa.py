@@ -130,9 +130,11 @@ def answer_messages(system: str, item: Item) -> list[BaseMessage]:
     """The messages `system` sends for `item`: system prompt with its context, the question."""
     block = item.block if system == "memory_on" and item.block else NOTHING
     short_term = f"{HISTORY_HEADING}\n\n{item.history}" if system == "full_history" else ""
+    # No tools here: the answer comes from the memory block alone (no `SearchMemory` hint).
     text = prompts.render(
-        "system", "en", now=item.now.isoformat(), memory_block=block, short_term=short_term
-    )
+        "system", "en", now=item.now.isoformat(), memory_block=block, short_term=short_term,
+        search_hint="",
+    )  # fmt: skip
     return [SystemMessage(text), HumanMessage(item.qa.question)]
 
 

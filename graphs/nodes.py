@@ -83,7 +83,8 @@ EXTRACTION_SCHEMA = Extraction.model_json_schema()
 SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
 MAX_TOOL_ROUNDS = 2
 KEEP_RECENT_TURNS = 2
-for _name in ("system", "extract", "summary"):  # read templates now, not from inside the event loop
+# Read templates now, not from inside the event loop.
+for _name in ("system", "search_hint", "extract", "summary"):
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
 QUERY_CONTEXT_MESSAGES = 2
