@@ -83,7 +83,7 @@ FLOOR_GRID: dict[str, list[float]] = {
 # (`retrieval.episode_floor`); inf: never (raw turns need a word in common).
 INF = float("inf")
 MARGIN_GRID: list[float] = [INF, 0.05, 0.1, 0.15, 0.2]
-# BM25's (k1, b) of the lexical index; the first is what the service uses
+# BM25's (k1, b) of the lexical index, Lucene's first; the service uses `SERVICE_BM25`
 # (`memory.lexical.BM25Index`'s defaults). Each other pair's hits are computed once per
 # question over the same records (`add_lexical_variants`).
 BM25_GRID: list[tuple[float, float]] = [(1.2, 0.75), (0.9, 0.4), (0.9, 0.2), (1.2, 0.4), (0.6, 0.3)]
@@ -281,6 +281,7 @@ def ask_all(
         del service
     q_ms = [s * 1000 for s in embedder.query_seconds]
     info = {
+        "bm25_k1_b": list(SERVICE_BM25),
         "ingest_seconds": round(ingest_s, 1),
         "passages_embedded": embedder.doc_texts,
         "passage_texts_per_s_batched": round(embedder.doc_texts / embedder.doc_seconds, 1)
@@ -647,13 +648,19 @@ def run_cv(
     }
     with tempfile.TemporaryDirectory(prefix="locomo-cv-") as tmp:
         for spec in encoders:
-            if asked_cache and (asked_cache / f"{spec}.pickle").exists():
-                asked, info = pickle.loads((asked_cache / f"{spec}.pickle").read_bytes())
+            cached = asked_cache / f"{spec}.pickle" if asked_cache else None
+            loaded = pickle.loads(cached.read_bytes()) if cached and cached.exists() else None
+            if loaded and tuple(loaded[1].get("bm25_k1_b", ())) != SERVICE_BM25:
+                # Its lexical hits were made under other BM25 values than today's.
+                _common.log(f"[{spec}] {cached} predates BM25 {SERVICE_BM25}: asking again")
+                loaded = None
+            if loaded:
+                asked, info = loaded
             else:
                 asked, info = ask_all(convs, spec, Path(tmp), limit_questions)
-                if asked_cache:
-                    asked_cache.mkdir(parents=True, exist_ok=True)
-                    (asked_cache / f"{spec}.pickle").write_bytes(pickle.dumps((asked, info)))
+                if cached:
+                    cached.parent.mkdir(parents=True, exist_ok=True)
+                    cached.write_bytes(pickle.dumps((asked, info)))
             entry: dict[str, Any] = {"encode": info}
             entry["replay_mismatches"] = replay_mismatches(asked, spec)
             entry["lexical_rebuild_mismatches"] = add_lexical_variants(asked, BM25_GRID)

@@ -93,6 +93,10 @@ RELATED_MEMORIES = 10
 LATEST_STATEMENTS = 3
 """How many earlier user messages "forget that" may reach back to."""
 FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
+SEARCH_EXPIRED = (
+    "[a memory search of an earlier turn: search again if needed]",
+    "［之前一轮的记忆检索结果，需要时请重新检索］",
+)
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,9 @@ class MemoryNodes:
             await service.aremember_thread(user, thread_id)
         recalled = await service.asearch(user, query, k, now=now)
         return {
+            # Search results live for one turn, like the memory block: by the next one a
+            # forget, a supersede or another agent's private note may have made them wrong.
+            "messages": _expired_searches(state.get("messages", []), has_cjk(text_of(humans[-1]))),
             "memory_block": format_block([r.record for r in recalled]),
             "recalled": [
                 {
@@ -250,7 +257,8 @@ class MemoryNodes:
             # Asked without tools and calling one anyway: keep its words, drop the call.
             reply = AIMessage(reply.content, id=reply.id, name=reply.name)
         update: dict[str, Any] = {"messages": [reply]}
-        if self.deps.settings.extract_mode == "background":
+        calls_tools = isinstance(reply, AIMessage) and bool(reply.tool_calls)
+        if self.deps.settings.extract_mode == "background" and not calls_tools:
             update["turn_time"] = None  # the run ends here; the next turn starts fresh
         return update
 
@@ -574,6 +582,20 @@ class MemoryNodes:
 
 def _thread_id() -> str:
     return str(get_config().get("configurable", {}).get("thread_id") or "")
+
+
+def _expired_searches(messages: Sequence[BaseMessage], zh: bool) -> list[ToolMessage]:
+    """Return the earlier turns' `SearchMemory` results replaced by a marker.
+
+    They keep their ids, so the checkpointer overwrites them; the model can search again.
+    """
+    marker = SEARCH_EXPIRED[zh]
+    return [
+        m.model_copy(update={"content": marker})
+        for m in messages
+        if isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and m.id
+        and m.content not in SEARCH_EXPIRED
+    ]  # fmt: skip
 
 
 def _unsaid(items: list[str], phrases: list[Phrase]) -> list[str]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+
 from fakes import extraction_call, scripted
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -10,9 +13,10 @@ from langgraph.store.memory import InMemoryStore
 
 from graphs.context import Context
 from graphs.memory_agent import build_graph
-from graphs.nodes import AgentDeps, MemoryNodes
+from graphs.nodes import SEARCH_EXPIRED, AgentDeps, MemoryNodes
 from graphs.settings import Settings, open_service
 from graphs.tools import SEARCH_MEMORY, TOOLS
+from memory.service import MemoryService
 
 
 @tool
@@ -137,22 +141,61 @@ async def test_a_search_that_finds_nothing_says_so(index) -> None:
     assert result.content == "(no memories matched)"
 
 
-async def test_a_forget_reaches_a_search_result_kept_in_the_thread(index) -> None:
+async def test_a_forget_reaches_a_search_result_of_the_same_turn(index) -> None:
     store = InMemoryStore()
     _memories(store, index, {"alice": KIDS["alice"]})
+    # The model looks up what the user asks it to forget; the forget then runs in `save`.
     lookup = call(SEARCH_MEMORY, {"query": "children son daughter"}, "c1")
-    model = scripted(
-        lookup, "Trains for Kyle, horses for Sara.", extraction_call(),
-        "Done.", extraction_call(forget=[{"query": "model trains"}]),
-    )  # fmt: skip
+    model = scripted(lookup, "Done.", extraction_call(forget=[{"query": "model trains"}]))
     graph = build_graph(InMemorySaver(), store, settings=Settings(), model=model, index=index)
-    (before,) = _results(await run(graph, "What do my kids like?"))
-    assert "Kyle" in before.content and "Sara" in before.content
     out = await run(graph, "Forget that my son collects model trains.")
-    (after,) = _results(out)
-    assert after.id == before.id  # rewritten in place in the checkpoint
-    assert "trains" not in after.content and "Kyle" not in after.content
-    assert "Sara loves horses" in after.content
+    (result,) = _results(out)
+    assert "trains" not in result.content and "Kyle" not in result.content
+    assert "Sara loves horses" in result.content  # the rest of the result stays
+
+
+async def test_a_search_result_lasts_one_turn(index) -> None:
+    # By the next turn the memory may be gone: here it is hard-deleted elsewhere (the CLI).
+    store = InMemoryStore()
+    _memories(store, index, {"alice": KIDS["alice"]})
+    lookup = call(SEARCH_MEMORY, {"query": "son model trains"}, "c1")
+    model = scripted(lookup, "Kyle likes trains.", extraction_call(), "Hello!", extraction_call())
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), model=model, index=index)
+    (first,) = _results(await run(graph, "What does my son collect?"))
+    assert "Kyle" in first.content
+    service = open_service(Settings(), store, index)
+    (kyle,) = [
+        h.record for h in service.search("alice", "Kyle trains", 5) if "Kyle" in h.record.content
+    ]
+    service.forget("alice", kyle.id, hard=True)
+    out = await run(graph, "Hi again.")
+    (kept,) = _results(out)
+    assert kept.id == first.id and kept.content == SEARCH_EXPIRED[0]
+    tool_results = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert "Kyle" not in json.dumps([str(m.content) for m in tool_results])
+
+
+async def test_background_mode_searches_at_the_turns_time(index, monkeypatch) -> None:
+    seen: list[object] = []
+    real = MemoryService.asearch
+
+    async def spy(self: MemoryService, user: str, query: str, k: int, **kw: object) -> object:
+        seen.append(kw.get("now"))
+        return await real(self, user, query, k, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(MemoryService, "asearch", spy)
+    settings = dataclasses.replace(Settings(), extract_mode="background")
+    model = scripted(call(SEARCH_MEMORY, {"query": "trips"}, "c1"), "Lisbon, I think.")
+    graph = build_graph(InMemorySaver(), InMemoryStore(), settings=settings, model=model,
+                        index=index)  # fmt: skip
+    when = "2023-05-01T10:00:00+00:00"
+    await graph.ainvoke(
+        {"messages": [HumanMessage("Where did I travel last month?")], "turn_time": when},
+        {"configurable": {"thread_id": "t"}},
+        context=Context(user_id="alice"),
+    )
+    # load_memory, then the tool: both at the turn's time, not the clock's.
+    assert [str(t) for t in seen] == ["2023-05-01 10:00:00+00:00"] * 2
 
 
 def test_the_search_tool_is_on_by_default_and_can_be_turned_off(monkeypatch, index) -> None:

@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from fakes import extraction_call, scripted
+from fakes import ScriptedChatModel, extraction_call, scripted
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from pydantic import Field
 
 from graphs.context import Context
-from graphs.settings import Settings
-from graphs.two_agents import AFTER_SALES, PRE_SALES, build_graph
+from graphs.settings import Settings, open_service
+from graphs.two_agents import AFTER_SALES, EXAMPLE_ACCESS, PRE_SALES, build_graph
 from memory.access import AccessPolicy
 from memory.service import MemoryService
 
@@ -180,3 +182,39 @@ def test_exported_graph_has_no_persistence_and_is_registered() -> None:
     assert {"pre_sales:load_memory", "after_sales:save"} <= inner
     config = json.loads((ROOT / "langgraph.json").read_text(encoding="utf-8"))
     assert config["graphs"]["two_agents"] == "./agent/app.py:two_agents_graph"
+
+
+class RecordingModel(ScriptedChatModel):
+    """A scripted model that keeps what each call was sent."""
+
+    seen: list = Field(default_factory=list)
+
+    async def _agenerate(self, messages, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.seen.append(list(messages))
+        return await super()._agenerate(messages, *args, **kwargs)
+
+
+async def test_a_private_note_found_by_one_agent_never_reaches_the_other(parts) -> None:
+    saver, store, index = parts
+    after = open_service(
+        dataclasses.replace(Settings(), access=EXAMPLE_ACCESS), store, index, agent_id=AFTER_SALES
+    )
+    note = "Support note: the customer threatened legal action over ticket 42."
+    after.add("acme", note, subject="support.ticket")
+    lookup = AIMessage(
+        "",
+        tool_calls=[{"name": "SearchMemory", "args": {"query": "ticket legal action"},
+                     "id": "c1", "type": "tool_call"}],
+    )  # fmt: skip
+    model = RecordingModel(
+        messages=iter(
+            [lookup, "Looking into it.", extraction_call(), "Scanners.", extraction_call()]
+        ),
+        disable_streaming=True,
+    )
+    graph = build_graph(saver, store, settings=Settings(), model=model, index=index)
+    out = await run(graph, "t", "My refund ticket is late.", agent=AFTER_SALES)
+    assert any("legal action" in str(m.content) for m in out["messages"])  # after-sales saw it
+    model.seen.clear()
+    await run(graph, "t", "We need 40 scanners.", agent=PRE_SALES)  # same thread, other agent
+    assert model.seen and not any("legal action" in str(m.content) for m in model.seen[0])
