@@ -209,9 +209,9 @@ BM25_B = 0.3
 """BM25 length normalisation of the service's lexical index (0 = none, 1 = full).
 
 Both were chosen by leave-one-conversation-out cross-validation on LoCoMo
-(`benchmarks/locomo_cv.py`, 4 of 5 folds). Lucene's 1.2 / 0.75 penalise a raw turn for the
+(`benchmarks/locomo_cv.py`, every fold). Lucene's 1.2 / 0.75 penalise a raw turn for the
 neighbouring turns indexed with it; lower values took cross-validated R@5 from 0.649 to
-0.662. Chinese recall did not move (`docs/recall-tuning.md`). Both apply when a query is
+0.661. Chinese recall did not move (`docs/recall-tuning.md`). Both apply when a query is
 scored, so an index saved with other values scores with these once loaded.
 """
 
