@@ -4,7 +4,7 @@
         [--base-url URL] [--api-key KEY] [--judge-base-url URL] [--judge-api-key KEY]
         [--data PATH] [--limit-conversations N] [--limit-questions N] [--k 8]
         [--concurrency 4] [--out results.json] [--chart results.png]
-        [--price-in USD] [--price-out USD] [--dry-run-cost]
+        [--price-in USD] [--price-out USD] [--no-search-tool] [--dry-run-cost]
 
 Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
 by `graphs.models.make_chat_model` exactly as the agent builds them; ``--base-url`` points
@@ -22,7 +22,11 @@ same system prompt (``prompts/system.en.md``) and the question as the user messa
   as ``locomo.py``'s ``service`` system does. Per question, `MemoryService.search(user,
   question, k)` recalls and `memory.block.format_block` formats the memory block, as the
   graph's ``load_memory`` node does; "(nothing yet)" when nothing is recalled, as its chat
-  node shows;
+  node shows. As in the graph's chat node, the model may also call ``SearchMemory``
+  (`graphs.tools`) over the conversation's service, for up to ``MAX_TOOL_ROUNDS`` rounds
+  before it answers without tools, and the system prompt carries the graph's hint on when
+  to search; ``--no-search-tool`` answers from the memory block alone. Searches count in
+  the recall time; every call's tokens count;
 * ``memory_off``: no memory, the block says "(nothing yet)";
 * ``full_history``: no memory block; the whole transcript (every session, dated) in the
   prompt's short-term slot.
@@ -53,7 +57,9 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -77,9 +83,17 @@ from _locomo import (  # noqa: E402  (the one LoCoMo reader)
     load,
     service_in,
 )
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from pydantic import ValidationError  # noqa: E402
 
 import prompts  # noqa: E402
+from graphs.nodes import MAX_TOOL_ROUNDS  # noqa: E402
+from graphs.tools import SEARCH_MEMORY, SearchMemory, render_results  # noqa: E402
 from memory.block import format_block  # noqa: E402
 from memory.tokens import count_message_tokens, count_tokens  # noqa: E402
 
@@ -103,6 +117,8 @@ class Item:
     recall_s: float
     recalled: int
     est_tokens: dict[str, int] = field(default_factory=dict)
+    search: Callable[[str, int], str] | None = None
+    """Runs a `SearchMemory` call for this question's user (None: no tool)."""
 
 
 def load_questions(
@@ -127,13 +143,16 @@ def load_questions(
 
 
 def answer_messages(system: str, item: Item) -> list[BaseMessage]:
-    """The messages `system` sends for `item`: system prompt with its context, the question."""
+    """The messages `system` sends for `item`: system prompt with its context, the question.
+
+    Memory on with the tool (`item.search`) gets the graph's hint on when to search.
+    """
     block = item.block if system == "memory_on" and item.block else NOTHING
     short_term = f"{HISTORY_HEADING}\n\n{item.history}" if system == "full_history" else ""
-    # No tools here: the answer comes from the memory block alone (no `SearchMemory` hint).
+    searches = system == "memory_on" and item.search is not None
     text = prompts.render(
         "system", "en", now=item.now.isoformat(), memory_block=block, short_term=short_term,
-        search_hint="",
+        search_hint=prompts.load("search_hint", "en").strip() if searches else "",
     )  # fmt: skip
     return [SystemMessage(text), HumanMessage(item.qa.question)]
 
@@ -170,15 +189,25 @@ def message_text(message: Any) -> str:
 
 
 def prepare(
-    convs: list[Conversation], per_conv: list[list[Question]], *, k: int, tmp: str
-) -> tuple[list[Item], dict[str, Any]]:
-    """Ingest each conversation into its own memory service and recall for each question."""
+    convs: list[Conversation],
+    per_conv: list[list[Question]],
+    *,
+    k: int,
+    tmp: str,
+    search_tool: bool = False,
+) -> tuple[list[Item], dict[str, Any], list[Any]]:
+    """Ingest each conversation into its own memory service and recall for each question.
+
+    With `search_tool`, each item can search its conversation's service (`Item.search`),
+    and the services stay open: the caller closes the ones returned.
+    """
 
     from memory.embeddings import make_embedder
 
     embedder = make_embedder("local")
     embedder.embed(["warm up"])
     items: list[Item] = []
+    kept: list[Any] = []
     stats: dict[str, Any] = {"turns": 0, "turns_archived": 0, "ingest_seconds": 0.0,
                              "history_tokens": [], "block_tokens": []}  # fmt: skip
     for ci, conv in enumerate(convs):
@@ -201,13 +230,29 @@ def prepare(
             block = format_block([r.record for r in found])
             stats["block_tokens"].append(tokens_of(block))
             items.append(Item(qa, now, block, history, recall_s, len(found)))
+            if search_tool:
+                items[-1].search = searcher(service, user, now)
         C.log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
               f"history ≈{stats['history_tokens'][-1]} tokens")  # fmt: skip
-        close_service(service)
+        if search_tool:
+            kept.append(service)
+        else:
+            close_service(service)
         del service
     for item in items:
         item.est_tokens = {s: count_message_tokens(answer_messages(s, item)) for s in SYSTEMS}
-    return items, stats
+    return items, stats, kept
+
+
+def searcher(service: Any, user: str, now: datetime) -> Callable[[str, int], str]:
+    """A `SearchMemory` for one conversation: its user, at its "now", one call at a time."""
+    lock = threading.Lock()
+
+    def search(query: str, k: int) -> str:
+        with lock:
+            return render_results([r.record for r in service.search(user, query, k, now=now)])
+
+    return search
 
 
 def tokens_of(text: str) -> int:
@@ -263,11 +308,15 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
 # --- the run ------------------------------------------------------------------------------------
 
 
-def make_model(spec: str, key: str | None, base_url: str | None, retries: int) -> Any:
+def make_model(
+    spec: str, key: str | None, base_url: str | None, retries: int, tools: list[Any] | None = None
+) -> Any:
     from graphs.models import make_chat_model
     from graphs.settings import Settings
 
     model = make_chat_model(spec, Settings(openai_api_key=key, openai_base_url=base_url))
+    if tools:
+        model = model.bind_tools(tools)
     if retries <= 1:
         return model
     import openai
@@ -286,7 +335,8 @@ def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
         return {"text": "", "seconds": time.perf_counter() - t0,
                 "error": f"{type(exc).__name__}: {exc}"[:500],
                 "prompt_tokens": count_message_tokens(messages),
-                "completion_tokens": 0, "tokens_from": "estimate"}  # fmt: skip
+                "completion_tokens": 0, "tokens_from": "estimate", "tool_calls": [],
+                "message": None}  # fmt: skip
     seconds = time.perf_counter() - t0
     text = message_text(reply)
     usage = getattr(reply, "usage_metadata", None) or {}
@@ -295,12 +345,62 @@ def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
     else:
         tokens = (count_message_tokens(messages), tokens_of(text), "estimate")
     return {"text": text, "seconds": seconds, "error": None, "prompt_tokens": tokens[0],
-            "completion_tokens": tokens[1], "tokens_from": tokens[2]}  # fmt: skip
+            "completion_tokens": tokens[1], "tokens_from": tokens[2],
+            "tool_calls": list(getattr(reply, "tool_calls", None) or []),
+            "message": reply}  # fmt: skip
 
 
-def ask(item: Item, system: str, model: Any, judge: Any) -> dict[str, Any]:
-    """Answer one question with one system, then have the judge grade it."""
-    answer = call(model, answer_messages(system, item))
+def answer_with_search(
+    item: Item, messages: list[BaseMessage], model: Any, searching: Any
+) -> tuple[dict[str, Any], int, float]:
+    """Answer as the graph's chat node does with `SearchMemory`.
+
+    Up to `MAX_TOOL_ROUNDS` rounds of searches, then an answer without tools. Returns the
+    last call (tokens and time summed over all calls), the searches made and their seconds.
+    """
+    assert item.search is not None
+    total: dict[str, Any] = {"seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0}
+    searches, search_s, from_usage = 0, 0.0, True
+    for rounds in range(MAX_TOOL_ROUNDS + 1):
+        answer = call(model if rounds == MAX_TOOL_ROUNDS else searching, messages)
+        for key in total:
+            total[key] += answer[key]
+        from_usage = from_usage and answer["tokens_from"] == "usage"
+        if answer["error"] or not answer["tool_calls"] or rounds == MAX_TOOL_ROUNDS:
+            break
+        results = []
+        for tool_call in answer["tool_calls"]:
+            t0 = time.perf_counter()
+            try:
+                args = SearchMemory.model_validate(tool_call.get("args") or {})
+                text = item.search(args.query, args.k) if tool_call["name"] == SEARCH_MEMORY else (
+                    f"unknown tool {tool_call['name']!r}")  # fmt: skip
+            except ValidationError as exc:
+                text = f"invalid arguments: {exc}"
+            search_s += time.perf_counter() - t0
+            searches += 1
+            results.append(ToolMessage(text, tool_call_id=tool_call["id"], name=SEARCH_MEMORY))
+        messages = [*messages, answer["message"], *results]
+    return (
+        answer | total | {"tokens_from": "usage" if from_usage else "estimate"},
+        searches,
+        search_s,
+    )
+
+
+def ask(item: Item, system: str, model: Any, judge: Any, searching: Any = None) -> dict[str, Any]:
+    """Answer one question with one system, then have the judge grade it.
+
+    Memory on with the tool answers through `answer_with_search` (`searching`: the model
+    with `SearchMemory` bound); its searches count in `recall_ms`.
+    """
+    searches, search_s = 0, 0.0
+    if system == "memory_on" and item.search is not None and searching is not None:
+        answer, searches, search_s = answer_with_search(
+            item, answer_messages(system, item), model, searching
+        )
+    else:
+        answer = call(model, answer_messages(system, item))
     row: dict[str, Any] = {
         "conv": item.qa.conv, "qa": item.qa.index, "category": CATEGORIES[item.qa.category],
         "system": system, "question": item.qa.question, "gold": item.qa.answer,
@@ -308,7 +408,9 @@ def ask(item: Item, system: str, model: Any, judge: Any) -> dict[str, Any]:
         "prompt_tokens": answer["prompt_tokens"],
         "completion_tokens": answer["completion_tokens"], "tokens_from": answer["tokens_from"],
         "answer_ms": round(answer["seconds"] * 1000, 1),
-        "recall_ms": round(item.recall_s * 1000, 1) if system == "memory_on" else 0.0,
+        "recall_ms": round((item.recall_s + search_s) * 1000, 1) if system == "memory_on"
+        else 0.0,
+        "searches": searches,
         "verdict": False, "judge_reply": None, "judge_error": None,
         "judge_prompt_tokens": 0, "judge_completion_tokens": 0,
     }  # fmt: skip
@@ -326,7 +428,9 @@ def ask(item: Item, system: str, model: Any, judge: Any) -> dict[str, Any]:
     return row
 
 
-def run_calls(items: list[Item], model: Any, judge: Any, concurrency: int) -> list[dict[str, Any]]:
+def run_calls(
+    items: list[Item], model: Any, judge: Any, concurrency: int, searching: Any = None
+) -> list[dict[str, Any]]:
     jobs = [(i, s) for i in items for s in SYSTEMS]  # interleaved: drift hits all alike
     rows: list[dict[str, Any]] = []
     done_every = max(1, len(jobs) // 20)
@@ -334,7 +438,7 @@ def run_calls(items: list[Item], model: Any, judge: Any, concurrency: int) -> li
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
         C.progress("answers judged", len(jobs)) as advance,
     ):
-        futures = [pool.submit(ask, i, s, model, judge) for i, s in jobs]
+        futures = [pool.submit(ask, i, s, model, judge, searching) for i, s in jobs]
         for n, future in enumerate(as_completed(futures), 1):
             rows.append(future.result())
             advance(1)
@@ -386,6 +490,8 @@ def summarize(rows: list[dict[str, Any]], system: str) -> dict[str, Any]:
     if system == "memory_on":
         out["answer_call_ms"] = C.summarize_ms([r["answer_ms"] / 1000 for r in mine])
         out["recall_ms"] = C.summarize_ms([r["recall_ms"] / 1000 for r in mine])
+        out["searches"] = sum(r.get("searches", 0) for r in mine)
+        out["questions_searched"] = sum(1 for r in mine if r.get("searches"))
     errors = [r["error"] or r["judge_error"] for r in mine if r["error"] or r["judge_error"]]
     if errors:
         out["first_error"] = errors[0]
@@ -533,6 +639,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--assume-judge-tokens", type=int, default=2, help="verdict length assumed by the estimate"
     )
     p.add_argument(
+        "--no-search-tool",
+        action="store_true",
+        help="memory on answers from the memory block alone (default: the model may also "
+        "call SearchMemory, as the graph's chat node may)",
+    )
+    p.add_argument(
         "--dry-run-cost",
         action="store_true",
         help="print the estimate (calls, tokens, USD) and make no call",
@@ -572,11 +684,14 @@ def main(argv: list[str] | None = None) -> int:
         "judge": args.judge,
         "judge_base_url": args.judge_base_url,
     }
-    model = judge = None
+    model = judge = searching = None
     rows: list[dict[str, Any]] = []
     if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
         try:
             model = make_model(args.model, args.api_key, args.base_url, args.retries)
+            if not args.no_search_tool:
+                searching = make_model(args.model, args.api_key, args.base_url, args.retries,
+                                       tools=[SearchMemory])  # fmt: skip
             judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries)
         except ValueError as exc:
             print(f"locomo_qa.py: {exc} (or pass --api-key / --base-url; --dry-run-cost needs "
@@ -589,8 +704,10 @@ def main(argv: list[str] | None = None) -> int:
         skipped = skipped[: args.limit_conversations]
     if args.limit_questions:
         per_conv = [qs[: args.limit_questions] for qs in per_conv]
-    with tempfile.TemporaryDirectory(prefix="locomo-qa-") as tmp:
-        items, prep = prepare(convs, per_conv, k=args.k, tmp=tmp)
+    tmp_dir = tempfile.TemporaryDirectory(prefix="locomo-qa-")
+    searches = searching is not None
+    items, prep, services = prepare(convs, per_conv, k=args.k, tmp=tmp_dir.name,
+                                    search_tool=searches)  # fmt: skip
     result.update(
         conversations=len({i.qa.conv for i in items}),
         questions=len(items),
@@ -605,6 +722,7 @@ def main(argv: list[str] | None = None) -> int:
             "(locomo.py's service system); one user per conversation",
             "recall": f"MemoryService.search(user, question, k={args.k}, now=last session + "
             "1 day), format_block",
+            "search_tool": searches,
             "prompt": "prompts/system.en.md (memory_block, short_term) + the question as the "
             "user message; judge: prompts/judge.en.md",
             "turns": prep["turns"],
@@ -626,11 +744,14 @@ def main(argv: list[str] | None = None) -> int:
         result["dry_run"] = True
     else:
         assert model is not None and judge is not None
-        rows = run_calls(items, model, judge, args.concurrency)
+        rows = run_calls(items, model, judge, args.concurrency, searching)
         systems = {s: summarize(rows, s) for s in SYSTEMS}
         result["systems"] = systems
         result["ratios"] = ratios(systems)
         result["cost"] = actual_cost(rows, args)
+    for service in services:
+        close_service(service)
+    tmp_dir.cleanup()
     if args.out:
         result["out"] = str(args.out)
     result["run"]["load_avg_end"] = C.load_avg()

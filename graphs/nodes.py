@@ -43,7 +43,13 @@ from graphs.messages import (
 )
 from graphs.settings import Settings, open_service
 from graphs.state import State
-from graphs.tools import SEARCH_MEMORY, TOOLS, render_working_memory, search_memory_tool
+from graphs.tools import (
+    SEARCH_MEMORY,
+    TOOLS,
+    render_results,
+    render_working_memory,
+    search_memory_tool,
+)
 from graphs.window import (
     ANSWER_RESERVE_TOKENS,
     ContextOverflow,
@@ -211,7 +217,7 @@ class MemoryNodes:
         user = user_of(runtime.context)
         service = await self._service(runtime)
         recalled = await service.asearch(user, query, k, now=_turn_time(runtime.state))
-        return format_block([r.record for r in recalled]) or "(no memories matched)"
+        return render_results([r.record for r in recalled])
 
     def _system(self, state: State, lang: str, working: dict[str, Any] | None) -> SystemMessage:
         zh = lang == "zh"

@@ -8,7 +8,7 @@ To add a tool, write it with `@tool` and pass it to `build_graph(tools=[*TOOLS, 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
 from langchain_core.messages import ToolMessage
@@ -17,7 +17,9 @@ from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from memory.block import format_block
 from memory.privacy import redact
+from memory.records import MemoryRecord
 
 
 class UpdateWorkingMemory(BaseModel):
@@ -87,6 +89,14 @@ class SearchMemory(BaseModel):
         min_length=1, max_length=500, description="What to look for, in the user's language."
     )
     k: int = Field(default=5, ge=1, le=10, description="How many memories to return.")
+
+
+NO_MATCH = "(no memories matched)"
+
+
+def render_results(records: Sequence[MemoryRecord]) -> str:
+    """Return what a `SearchMemory` call answers: the records as the memory block shows them."""
+    return format_block(list(records)) or NO_MATCH
 
 
 Search = Callable[[ToolRuntime, str, int], Awaitable[str]]

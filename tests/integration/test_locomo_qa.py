@@ -25,7 +25,7 @@ if _TESTS not in sys.path:
     sys.path.insert(0, _TESTS)
 
 from conftest import offline_env  # noqa: E402
-from openai_stub import OpenAIStub, last_user_text, system_text  # noqa: E402
+from openai_stub import OpenAIStub, Reply, last_user_text, system_text  # noqa: E402
 
 pytestmark = pytest.mark.integration
 
@@ -208,3 +208,62 @@ def test_dry_run_cost_makes_no_call(data_file: Path, tmp_path: Path) -> None:
     tokens_in, tokens_out = t["answer_in"] + t["judge_in"], t["answer_out"] + t["judge_out"]
     expected = tokens_in * 1 / 1e6 + tokens_out * 2 / 1e6
     assert est["usd"]["total"] == pytest.approx(expected, abs=1e-3)
+
+
+PETS = "What are the names of Melanie's pets?"
+
+
+def searching_handler(body: dict[str, Any]) -> Any:
+    """As `handler`, but asked about the pets with the tool at hand, it searches per pet
+    first; then it answers from the system prompt and what its searches found."""
+    messages = body.get("messages", [])
+    if "<gold_answer>" in last_user_text(body):
+        return handler(body)
+    found = " ".join(str(m.get("content")) for m in messages if m.get("role") == "tool")
+    if body.get("tools") and last_user_text(body) == PETS and not found:
+        return Reply(tool_calls=[(SEARCH, {"query": "dog"}), (SEARCH, {"query": "cat"})])
+    gold = GOLD[last_user_text(body)]
+    return gold if words(gold) <= words(system_text(body) + " " + found) else "I don't know."
+
+
+SEARCH = "SearchMemory"
+
+
+def pets_row(out: Path, system: str) -> dict[str, Any]:
+    saved = json.loads(out.read_text(encoding="utf-8"))
+    (row,) = [a for a in saved["answers"] if a["system"] == system and a["question"] == PETS]
+    return row
+
+
+@pytest.mark.parametrize("tool", [True, False])
+def test_memory_on_searches_memory_for_each_part_as_the_graph_does(
+    data_file: Path, tmp_path: Path, tool: bool
+) -> None:
+    out = tmp_path / "results.json"
+    with OpenAIStub(handler=searching_handler) as stub:
+        result = run_script(
+            "--model", "openai:stub-answerer", "--base-url", stub.base_url, "--api-key", "test",
+            "--data", str(data_file), "--limit-conversations", "1", "--limit-questions", "10",
+            "--k", "1",  # one memory in the block: the pets need two
+            "--out", str(out), *([] if tool else ["--no-search-tool"]),
+            cwd=tmp_path,
+        )  # fmt: skip
+        answers = [r for r in stub.chat_requests() if "<gold_answer>" not in last_user_text(r)]
+        assert not stub.errors, stub.errors
+    row = pets_row(out, "memory_on")
+    assert result["setup"]["search_tool"] is tool
+    if not tool:
+        assert not any(r.get("tools") for r in answers)
+        assert row["verdict"] is False and row["searches"] == 0
+        return
+    assert row["verdict"] is True and row["searches"] == 2
+    assert result["systems"]["memory_on"]["questions_searched"] == 1
+    (second,) = [r for r in answers if r["messages"][-1]["role"] == "tool"]
+    results = [m["content"] for m in second["messages"] if m["role"] == "tool"]
+    assert "Biscuit" in results[0] and "Pepper" in results[1]
+    assert all(c.startswith("<memories>") for c in results)
+    # Memory on gets the tool and the graph's hint; memory off and the full history neither.
+    tooled = [r for r in answers if r.get("tools")]
+    assert len(tooled) == len(ANSWERABLE) + 1  # one more round for the pets
+    assert all("SearchMemory" in system_text(r) for r in tooled)
+    assert not any("SearchMemory" in system_text(r) for r in answers if not r.get("tools"))

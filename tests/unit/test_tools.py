@@ -15,7 +15,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import SEARCH_EXPIRED, AgentDeps, MemoryNodes
 from graphs.settings import Settings, open_service
-from graphs.tools import SEARCH_MEMORY, TOOLS
+from graphs.tools import NO_MATCH, SEARCH_MEMORY, TOOLS
 from memory.service import MemoryService
 
 
@@ -138,7 +138,7 @@ async def test_a_search_that_finds_nothing_says_so(index) -> None:
     model = scripted(lookup, "I don't know yet.", extraction_call())
     graph = build_graph(InMemorySaver(), store, settings=Settings(), model=model, index=index)
     (result,) = _results(await run(graph, "What does my son collect?"))
-    assert result.content == "(no memories matched)"
+    assert result.content == NO_MATCH
 
 
 async def test_a_forget_reaches_a_search_result_of_the_same_turn(index) -> None:
