@@ -223,6 +223,7 @@ def prepare(
         history = conv.transcript()
         stats["history_tokens"].append(tokens_of(history))
         now = conv.now
+        search = searcher(service, user, now) if search_tool else None
         for qa in C.track(questions, f"recall, conversation {ci + 1}/{len(convs)}"):
             t0 = time.perf_counter()
             found = service.search(user, qa.question, k=k, now=now)
@@ -230,8 +231,7 @@ def prepare(
             block = format_block([r.record for r in found])
             stats["block_tokens"].append(tokens_of(block))
             items.append(Item(qa, now, block, history, recall_s, len(found)))
-            if search_tool:
-                items[-1].search = searcher(service, user, now)
+            items[-1].search = search
         C.log(f"conversation {ci}: {len(conv.turns)} turns, {len(questions)} questions, "
               f"history ≈{stats['history_tokens'][-1]} tokens")  # fmt: skip
         if search_tool:
@@ -352,40 +352,52 @@ def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
 
 def answer_with_search(
     item: Item, messages: list[BaseMessage], model: Any, searching: Any
-) -> tuple[dict[str, Any], int, float]:
+) -> dict[str, Any]:
     """Answer as the graph's chat node does with `SearchMemory`.
 
     Up to `MAX_TOOL_ROUNDS` rounds of searches, then an answer without tools. Returns the
-    last call (tokens and time summed over all calls), the searches made and their seconds.
+    last call's text and error with the tokens and seconds of all calls summed, plus
+    `calls`, the tokens of the calls that succeeded (`billed_*`), `searches` and
+    `search_seconds`.
     """
     assert item.search is not None
     total: dict[str, Any] = {"seconds": 0.0, "prompt_tokens": 0, "completion_tokens": 0}
-    searches, search_s, from_usage = 0, 0.0, True
+    billed = {"billed_prompt_tokens": 0, "billed_completion_tokens": 0}
+    calls = searches = 0
+    search_s, from_usage = 0.0, True
     for rounds in range(MAX_TOOL_ROUNDS + 1):
         answer = call(model if rounds == MAX_TOOL_ROUNDS else searching, messages)
+        calls += 1
         for key in total:
             total[key] += answer[key]
+        if not answer["error"]:
+            billed["billed_prompt_tokens"] += answer["prompt_tokens"]
+            billed["billed_completion_tokens"] += answer["completion_tokens"]
         from_usage = from_usage and answer["tokens_from"] == "usage"
         if answer["error"] or not answer["tool_calls"] or rounds == MAX_TOOL_ROUNDS:
             break
         results = []
         for tool_call in answer["tool_calls"]:
-            t0 = time.perf_counter()
-            try:
-                args = SearchMemory.model_validate(tool_call.get("args") or {})
-                text = item.search(args.query, args.k) if tool_call["name"] == SEARCH_MEMORY else (
-                    f"unknown tool {tool_call['name']!r}")  # fmt: skip
-            except ValidationError as exc:
-                text = f"invalid arguments: {exc}"
-            search_s += time.perf_counter() - t0
-            searches += 1
-            results.append(ToolMessage(text, tool_call_id=tool_call["id"], name=SEARCH_MEMORY))
+            name = tool_call.get("name")
+            if name != SEARCH_MEMORY:  # as ToolNode answers a tool it does not have
+                text = f"Error: {name!r} is not a valid tool, try {SEARCH_MEMORY!r}."
+            else:
+                t0 = time.perf_counter()
+                try:
+                    args = SearchMemory.model_validate(tool_call.get("args") or {})
+                    text = item.search(args.query, args.k)
+                except ValidationError as exc:
+                    text = f"invalid arguments: {exc}"
+                except Exception as exc:  # a failed search is the model's to read, not fatal
+                    text = f"search failed: {type(exc).__name__}: {exc}"[:500]
+                search_s += time.perf_counter() - t0
+                searches += 1
+            results.append(ToolMessage(text, tool_call_id=tool_call["id"], name=str(name)))
         messages = [*messages, answer["message"], *results]
-    return (
-        answer | total | {"tokens_from": "usage" if from_usage else "estimate"},
-        searches,
-        search_s,
-    )
+    return answer | total | billed | {
+        "tokens_from": "usage" if from_usage else "estimate", "calls": calls,
+        "searches": searches, "search_seconds": search_s,
+    }  # fmt: skip
 
 
 def ask(item: Item, system: str, model: Any, judge: Any, searching: Any = None) -> dict[str, Any]:
@@ -394,13 +406,15 @@ def ask(item: Item, system: str, model: Any, judge: Any, searching: Any = None) 
     Memory on with the tool answers through `answer_with_search` (`searching`: the model
     with `SearchMemory` bound); its searches count in `recall_ms`.
     """
-    searches, search_s = 0, 0.0
     if system == "memory_on" and item.search is not None and searching is not None:
-        answer, searches, search_s = answer_with_search(
-            item, answer_messages(system, item), model, searching
-        )
+        answer = answer_with_search(item, answer_messages(system, item), model, searching)
     else:
         answer = call(model, answer_messages(system, item))
+        ok = not answer["error"]
+        answer |= {"calls": 1, "searches": 0, "search_seconds": 0.0,
+                   "billed_prompt_tokens": answer["prompt_tokens"] * ok,
+                   "billed_completion_tokens": answer["completion_tokens"] * ok}  # fmt: skip
+    search_s = answer["search_seconds"]
     row: dict[str, Any] = {
         "conv": item.qa.conv, "qa": item.qa.index, "category": CATEGORIES[item.qa.category],
         "system": system, "question": item.qa.question, "gold": item.qa.answer,
@@ -410,7 +424,9 @@ def ask(item: Item, system: str, model: Any, judge: Any, searching: Any = None) 
         "answer_ms": round(answer["seconds"] * 1000, 1),
         "recall_ms": round((item.recall_s + search_s) * 1000, 1) if system == "memory_on"
         else 0.0,
-        "searches": searches,
+        "searches": answer["searches"], "answer_calls": answer["calls"],
+        "billed_prompt_tokens": answer["billed_prompt_tokens"],
+        "billed_completion_tokens": answer["billed_completion_tokens"],
         "verdict": False, "judge_reply": None, "judge_error": None,
         "judge_prompt_tokens": 0, "judge_completion_tokens": 0,
     }  # fmt: skip
@@ -529,16 +545,17 @@ def _diff(a: float | None, b: float | None) -> float | None:
 
 def actual_cost(rows: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
     sent = [r for r in rows if not r["error"]]  # a failed call is not billed (nor counted)
-    t = {
-        "answer_in": sum(r["prompt_tokens"] for r in sent),
-        "answer_out": sum(r["completion_tokens"] for r in sent),
+    t = {  # every answer call that succeeded, searching rounds included
+        "answer_in": sum(r["billed_prompt_tokens"] for r in rows),
+        "answer_out": sum(r["billed_completion_tokens"] for r in rows),
         "judge_in": sum(r["judge_prompt_tokens"] for r in sent if not r["judge_error"]),
         "judge_out": sum(r["judge_completion_tokens"] for r in sent),
     }
     a = usd(t["answer_in"], t["answer_out"], args.price_in, args.price_out)
     j = usd(t["judge_in"], t["judge_out"], args.judge_price_in, args.judge_price_out)
     return {"tokens": t, "usd": {"answers": a, "judge": j, "total": round(a + j, 4)},
-            "calls": {"answer": len(rows), "judge": len(sent)}}  # fmt: skip
+            "calls": {"answer": sum(r["answer_calls"] for r in rows),
+                      "judge": len(sent)}}  # fmt: skip
 
 
 # --- chart --------------------------------------------------------------------------------------
@@ -685,7 +702,6 @@ def main(argv: list[str] | None = None) -> int:
         "judge_base_url": args.judge_base_url,
     }
     model = judge = searching = None
-    rows: list[dict[str, Any]] = []
     if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
         try:
             model = make_model(args.model, args.api_key, args.base_url, args.retries)
@@ -705,9 +721,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.limit_questions:
         per_conv = [qs[: args.limit_questions] for qs in per_conv]
     tmp_dir = tempfile.TemporaryDirectory(prefix="locomo-qa-")
-    searches = searching is not None
+    searches = not args.no_search_tool  # also in a dry run: the hint is in the prompt
     items, prep, services = prepare(convs, per_conv, k=args.k, tmp=tmp_dir.name,
                                     search_tool=searches)  # fmt: skip
+    try:
+        return _run(args, result, model, judge, searching, items, prep, skipped, started)
+    finally:
+        for service in services:
+            close_service(service)
+        tmp_dir.cleanup()
+
+
+def _run(
+    args: argparse.Namespace,
+    result: dict[str, Any],
+    model: Any,
+    judge: Any,
+    searching: Any,
+    items: list[Item],
+    prep: dict[str, Any],
+    skipped: list[dict[str, int]],
+    started: float,
+) -> int:
+    """Report the setup and the estimate, answer and judge (unless a dry run), print."""
+    searches = not args.no_search_tool
+    rows: list[dict[str, Any]] = []
     result.update(
         conversations=len({i.qa.conv for i in items}),
         questions=len(items),
@@ -749,9 +787,6 @@ def main(argv: list[str] | None = None) -> int:
         result["systems"] = systems
         result["ratios"] = ratios(systems)
         result["cost"] = actual_cost(rows, args)
-    for service in services:
-        close_service(service)
-    tmp_dir.cleanup()
     if args.out:
         result["out"] = str(args.out)
     result["run"]["load_avg_end"] = C.load_avg()

@@ -267,3 +267,40 @@ def test_memory_on_searches_memory_for_each_part_as_the_graph_does(
     assert len(tooled) == len(ANSWERABLE) + 1  # one more round for the pets
     assert all("SearchMemory" in system_text(r) for r in tooled)
     assert not any("SearchMemory" in system_text(r) for r in answers if not r.get("tools"))
+
+
+def always_searching(body: dict[str, Any]) -> Any:
+    """Asked about the pets with the tool at hand, it searches every time."""
+    if body.get("tools") and last_user_text(body) == PETS:
+        return Reply(tool_calls=[(SEARCH, {"query": "pets"})])
+    return searching_handler(body)
+
+
+def stub_prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt tokens `OpenAIStub` reports in `usage` for a request."""
+    return sum(len(str(m.get("content", ""))) // 4 + 1 for m in body.get("messages", []))
+
+
+def test_searching_stops_after_the_graphs_rounds_and_every_call_counts(
+    data_file: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "results.json"
+    with OpenAIStub(handler=always_searching) as stub:
+        result = run_script(
+            "--model", "openai:stub-answerer", "--base-url", stub.base_url, "--api-key", "test",
+            "--data", str(data_file), "--limit-conversations", "1", "--limit-questions", "10",
+            "--out", str(out), cwd=tmp_path,
+        )  # fmt: skip
+        pets = [r for r in stub.chat_requests() if last_user_text(r) == PETS and r.get("tools")]
+        final = [r for r in stub.chat_requests()
+                 if last_user_text(r) == PETS and r["messages"][-1]["role"] == "tool"
+                 and not r.get("tools")]  # fmt: skip
+        assert not stub.errors, stub.errors
+    # Two rounds with the tool (MAX_TOOL_ROUNDS), then one without: it must answer.
+    assert len(pets) == 2 and len(final) == 1
+    row = pets_row(out, "memory_on")
+    assert row["searches"] == 2 and row["answer_calls"] == 3 and not row["error"]
+    assert row["prompt_tokens"] == sum(stub_prompt_tokens(r) for r in [*pets, *final])
+    assert row["billed_prompt_tokens"] == row["prompt_tokens"]
+    n = len(ANSWERABLE)
+    assert result["cost"]["calls"]["answer"] == 3 * n + 2
