@@ -229,6 +229,15 @@ def searching_handler(body: dict[str, Any]) -> Any:
 SEARCH = "SearchMemory"
 
 
+def run_answerer(stub: OpenAIStub, data_file: Path, out: Path, *extra: str) -> dict[str, Any]:
+    """Run the benchmark on the test conversation, the stub answering and judging."""
+    return run_script(
+        "--model", "openai:stub-answerer", "--base-url", stub.base_url, "--api-key", "test",
+        "--data", str(data_file), "--limit-conversations", "1", "--limit-questions", "10",
+        "--out", str(out), *extra, cwd=out.parent,
+    )  # fmt: skip
+
+
 def pets_row(out: Path, system: str) -> dict[str, Any]:
     saved = json.loads(out.read_text(encoding="utf-8"))
     (row,) = [a for a in saved["answers"] if a["system"] == system and a["question"] == PETS]
@@ -241,13 +250,9 @@ def test_memory_on_searches_memory_for_each_part_as_the_graph_does(
 ) -> None:
     out = tmp_path / "results.json"
     with OpenAIStub(handler=searching_handler) as stub:
-        result = run_script(
-            "--model", "openai:stub-answerer", "--base-url", stub.base_url, "--api-key", "test",
-            "--data", str(data_file), "--limit-conversations", "1", "--limit-questions", "10",
-            "--k", "1",  # one memory in the block: the pets need two
-            "--out", str(out), *([] if tool else ["--no-search-tool"]),
-            cwd=tmp_path,
-        )  # fmt: skip
+        # One memory in the block: the pets need two.
+        result = run_answerer(stub, data_file, out, "--k", "1",
+                              *([] if tool else ["--no-search-tool"]))  # fmt: skip
         answers = [r for r in stub.chat_requests() if "<gold_answer>" not in last_user_text(r)]
         assert not stub.errors, stub.errors
     row = pets_row(out, "memory_on")
@@ -286,11 +291,7 @@ def test_searching_stops_after_the_graphs_rounds_and_every_call_counts(
 ) -> None:
     out = tmp_path / "results.json"
     with OpenAIStub(handler=always_searching) as stub:
-        result = run_script(
-            "--model", "openai:stub-answerer", "--base-url", stub.base_url, "--api-key", "test",
-            "--data", str(data_file), "--limit-conversations", "1", "--limit-questions", "10",
-            "--out", str(out), cwd=tmp_path,
-        )  # fmt: skip
+        result = run_answerer(stub, data_file, out)
         pets = [r for r in stub.chat_requests() if last_user_text(r) == PETS and r.get("tools")]
         final = [r for r in stub.chat_requests()
                  if last_user_text(r) == PETS and r["messages"][-1]["role"] == "tool"
