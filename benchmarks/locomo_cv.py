@@ -139,11 +139,12 @@ SERVICE_BM25 = (BM25Index().k1, BM25Index().b)
 def add_lexical_variants(asked: list[list[Asked]], params: Sequence[tuple[float, float]]) -> int:
     """Search every question again under each BM25 ``(k1, b)``, over the same records.
 
-    The index is built as the service builds it (`memory.snapshots.record_fields`). Returns
-    how many questions' top 20 under the service's own parameters differ from what the
-    service returned (0 when the rebuild is faithful).
+    The index is built once, by the service's own builder (`LexicalIndexes.build`); k1 and b
+    are read at query time, so each pair scores the same postings (`BM25Index.from_export`).
+    Returns how many questions' top 20 under the service's own parameters differ from what
+    the service returned (0 when the rebuild is faithful).
     """
-    from memory.snapshots import record_fields
+    from memory.snapshots import LexicalIndexes
 
     mismatches = 0
     for conv in asked:
@@ -151,11 +152,10 @@ def add_lexical_variants(asked: list[list[Asked]], params: Sequence[tuple[float,
             continue
         for a in conv:
             a.lexical_variants = {}  # also for questions recorded before the field existed
+        built = LexicalIndexes().build("locomo", conv[0].everything.values()).bm25
+        postings = built.export()
         for k1, b in {*params, SERVICE_BM25}:
-            index: BM25Index[str] = BM25Index(k1=k1, b=b)
-            for i, rec in conv[0].everything.items():
-                text, extra = record_fields(rec)
-                index.add(i, text, extra=extra)
+            index = BM25Index.from_export(postings, k1=k1, b=b, stemming=built.stemming)
             for a in conv:
                 hits_ = index.search(a.question.question, 200)
                 if (k1, b) == SERVICE_BM25:

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -549,7 +549,7 @@ class MemoryNodes:
         zh = bool(pending) and has_cjk(text_of(pending[-1]))
         start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)
         for i, m in enumerate(messages):
-            if isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and m.id and phrases:
+            if _is_search_result(m) and phrases:
                 # A search result is recalled memory too: its forgotten lines go.
                 lines = text_of(m).split("\n")
                 kept = _unsaid(lines, phrases)
@@ -599,9 +599,13 @@ def _expired_searches(messages: Sequence[BaseMessage], zh: bool) -> list[ToolMes
     return [
         m.model_copy(update={"content": marker})
         for m in messages
-        if isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and m.id
-        and m.content not in SEARCH_EXPIRED
-    ]  # fmt: skip
+        if _is_search_result(m) and m.content not in SEARCH_EXPIRED
+    ]
+
+
+def _is_search_result(m: BaseMessage) -> TypeGuard[ToolMessage]:
+    """A `SearchMemory` result kept in the thread (with an id, so it can be rewritten)."""
+    return isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and bool(m.id)
 
 
 def _unsaid(items: list[str], phrases: list[Phrase]) -> list[str]:

@@ -22,6 +22,11 @@ from memory.privacy import redact
 from memory.records import MemoryRecord
 
 
+def _description(schema: type[BaseModel]) -> str:
+    """A tool's description: its argument schema's docstring on one line."""
+    return " ".join((schema.__doc__ or "").split())
+
+
 class UpdateWorkingMemory(BaseModel):
     """Record the plan of the user's current task.
 
@@ -40,7 +45,7 @@ class UpdateWorkingMemory(BaseModel):
 @tool(
     "UpdateWorkingMemory",
     args_schema=UpdateWorkingMemory,
-    description=" ".join((UpdateWorkingMemory.__doc__ or "").split()),
+    description=_description(UpdateWorkingMemory),
 )
 def update_working_memory(
     state: Annotated[dict[str, Any], InjectedState()],
@@ -116,7 +121,7 @@ def search_memory_tool(search: Search) -> BaseTool:
     return StructuredTool.from_function(
         coroutine=search_memory,
         name=SEARCH_MEMORY,
-        description=" ".join((SearchMemory.__doc__ or "").split()),
+        description=_description(SearchMemory),
         args_schema=SearchMemory,
     )
 
