@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from fakes import extraction_call, scripted
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -16,6 +17,7 @@ from graphs.memory_agent import build_graph
 from graphs.nodes import SEARCH_EXPIRED, AgentDeps, MemoryNodes
 from graphs.settings import Settings, open_service
 from graphs.tools import NO_MATCH, SEARCH_MEMORY, TOOLS
+from memory.lifecycle import Policy
 from memory.service import MemoryService
 
 
@@ -213,3 +215,26 @@ def test_the_search_tool_is_on_by_default_and_can_be_turned_off(monkeypatch, ind
     assert Settings.from_env().search_tool is False
     monkeypatch.setenv("MEMORY_AGENT_SEARCH_TOOL", "1")
     assert Settings.from_env().search_tool is True
+
+
+@pytest.mark.parametrize("policy", ["drop", "redact"])
+async def test_a_sensitive_value_said_in_a_turn_never_reaches_a_search_result(
+    index, policy: str
+) -> None:
+    # The model extracts the card number verbatim; the screen must stop it before any copy
+    # (record, raw turn) a later search could bring back.
+    said = "My card is 4111 1111 1111 1111 and I pay for Kyle's model trains with it."
+    card = {"kind": "fact", "subject": "payment.card", "content": said, "confidence": 0.95}
+    lookup = call(SEARCH_MEMORY, {"query": "card trains Kyle"}, "c1")
+    model = scripted(
+        "Noted.", extraction_call([card]),
+        lookup, "I keep no card numbers.", extraction_call(),
+    )  # fmt: skip
+    settings = Settings(policy=Policy(sensitive=policy))  # type: ignore[arg-type]
+    graph = build_graph(InMemorySaver(), InMemoryStore(), settings=settings, model=model,
+                        index=index)  # fmt: skip
+    await run(graph, said)
+    (result,) = _results(await run(graph, "Which card do I pay the trains with?"))
+    assert "4111" not in result.content and "1111 1111" not in result.content
+    if policy == "redact":  # the rest of what was said is kept, and found
+        assert "model trains" in result.content
