@@ -7,7 +7,6 @@ memory service's `a*` methods, which use worker threads.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,13 +14,7 @@ from datetime import datetime
 from typing import Any, TypeGuard
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
@@ -31,10 +24,11 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graphs.context import Context, user_of
+from graphs.copies import admit, admitted, rewrite, strangers
+from graphs.extract import EXTRACTION_SCHEMA, RELATED_MEMORIES, extraction_messages, parsed, related
 from graphs.messages import (
     InvalidMessage,
     check_message,
-    one_line,
     pending_after,
     summarized_ids,
     text_of,
@@ -43,6 +37,7 @@ from graphs.messages import (
 )
 from graphs.settings import Settings, open_service
 from graphs.state import State
+from graphs.summarize import summarize_thread
 from graphs.tools import (
     SEARCH_MEMORY,
     TOOLS,
@@ -56,49 +51,23 @@ from graphs.window import (
     build_window,
     tokens,
 )
-from graphs.window import _turns as _split_turns
-from memory.access import describe_refused
 from memory.backends import ensure_postgres_indexes
-from memory.block import format_block, quote
-from memory.extraction import (
-    Extraction,
-    asks_to_forget,
-    coerce_extraction,
-    has_cjk,
-    is_question,
-)
+from memory.block import format_block
+from memory.extraction import Extraction, coerce_extraction, has_cjk
 from memory.index import ChromaIndex
-from memory.lifecycle import (
-    Change,
-    describe_forget,
-    forget_phrase,
-    is_deictic,
-)
-from memory.phrases import Phrase, key_phrase, states
-from memory.privacy import describe as describe_withheld
-from memory.privacy import find_sensitive, redact
-from memory.records import Source, is_raw_turn, utcnow
+from memory.records import utcnow
 from memory.service import MemoryService
 from memory.summary import ThreadSummary
-from memory.summary import merge as merge_summary
 from memory.summary import render as render_summary
-from memory.summary import screen as screen_summary
+from memory.turn import Said
 
 log = logging.getLogger(__name__)
-EXTRACTION_SCHEMA = Extraction.model_json_schema()
-SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
 MAX_TOOL_ROUNDS = 2
-KEEP_RECENT_TURNS = 2
 # Read templates now, not from inside the event loop.
 for _name in ("system", "search_hint", "extract", "summary"):
     for _lang in prompts.LANGS:
         prompts.load(_name, _lang)
 QUERY_CONTEXT_MESSAGES = 2
-RELATED_MEMORIES = 10
-"""How many remembered memories the extraction prompt is shown."""
-LATEST_STATEMENTS = 3
-"""How many earlier user messages "forget that" may reach back to."""
-FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
 SEARCH_EXPIRED = (
     "[a memory search of an earlier turn: search again if needed]",
     "［之前一轮的记忆检索结果，需要时请重新检索］",
@@ -169,31 +138,39 @@ class MemoryNodes:
         return await asyncio.to_thread(self.deps.chat_model, spec)
 
     async def load_memory(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Recall the user's memories relevant to the latest message into the state."""
+        """Claim the thread, then recall the user's memories for the latest message.
+
+        The claim comes first and is atomic (`MemoryService.recall_turn`): the thread may be
+        another user's, and then nothing of it is read. The turn's message is marked as this
+        user's; user messages the thread holds from a refused run are removed.
+        """
         user = user_of(runtime.context)
-        humans = user_messages(state.get("messages", []))
+        messages = state.get("messages", [])
+        humans = [m for m in messages if isinstance(m, HumanMessage)]
         if not humans:
             raise InvalidMessage("the turn has no user message")
+        latest = humans[-1]
         check_message(
-            text_of(humans[-1]),
-            self.deps.settings.max_message_chars,
-            self.deps.settings.context_tokens,
+            text_of(latest), self.deps.settings.max_message_chars, self.deps.settings.context_tokens
         )
-        recent = [text_of(m)[:500] for m in humans[-QUERY_CONTEXT_MESSAGES:-1]]
-        query = "\n".join([*recent, text_of(humans[-1])])
+        mine = admitted(messages, user)
+        recent = [text_of(m)[:500] for m in mine[-QUERY_CONTEXT_MESSAGES:] if m is not latest]
+        query = "\n".join([*recent[-(QUERY_CONTEXT_MESSAGES - 1) :], text_of(latest)])
         ctx = runtime.context
         k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.settings.recall_k
         now = _turn_time(state)
         service = await self._service(runtime)
-        thread_id = _thread_id()
-        if thread_id:
-            # Before anything of the thread reaches the prompt: it may be another user's.
-            await service.aremember_thread(user, thread_id)
-        recalled = await service.asearch(user, query, k, now=now)
+        turn = await service.arecall_turn(user, _thread_id() or None, query, k, now=now)
+        recalled = turn.recalled
+        zh = has_cjk(text_of(latest))
         return {
             # Search results live for one turn, like the memory block: by the next one a
             # forget, a supersede or another agent's private note may have made them wrong.
-            "messages": _expired_searches(state.get("messages", []), has_cjk(text_of(humans[-1]))),
+            "messages": [
+                *strangers(messages, latest, user, turn.new_thread),
+                *_expired_searches(messages, zh),
+                admit(latest, user),
+            ],
             "memory_block": format_block([r.record for r in recalled]),
             "recalled": [
                 {
@@ -309,82 +286,15 @@ class MemoryNodes:
         return {}
 
     async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Fold the older part of the thread into the rolling summary.
-
-        Messages stay in the checkpointer; the summary only changes what the model sees.
-        If summarizing fails, the raw history is kept and the turn still succeeds.
-        """
-        messages = state.get("messages", [])
-        skip = summarized_ids(messages, state.get("summary_through"))
-        turns = _split_turns([m for m in messages if m.id not in skip])
-        older = [m for turn in turns[:-KEEP_RECENT_TURNS] for m in turn]
-        if not older:
-            return {}
-        previous = ThreadSummary.model_validate(state["summary"]) if state.get("summary") else None
-        transcript = "\n".join(
-            f"{'user' if isinstance(m, HumanMessage) else 'assistant'}: {one_line(m)}"
-            for m in older
-            if isinstance(m, HumanMessage | AIMessage)
-            and text_of(m).strip()
-            and not (isinstance(m, HumanMessage) and asks_to_forget(text_of(m)))
-            and len(text_of(m)) <= self.deps.settings.max_message_chars
+        """Fold the older part of the thread into the rolling summary (`graphs.summarize`)."""
+        return await summarize_thread(
+            dict(state),
+            await self._model(runtime),
+            await self._service(runtime),
+            user_of(runtime.context),
+            _thread_id(),
+            self.deps.settings.max_message_chars,
         )
-        lang = "zh" if has_cjk(transcript) else "en"
-        try:
-            model = await self._model(runtime)
-            runnable = model.with_structured_output(SUMMARY_SCHEMA, include_raw=True)
-            runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-            out = await runnable.ainvoke(
-                [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
-            )
-            parsed = out.get("parsed") if isinstance(out, dict) else out
-            summary = merge_summary(previous, ThreadSummary.model_validate(parsed))
-            # A copy like any other: no sensitive values, nothing the user asked to forget.
-            service = await self._service(runtime)
-            user = user_of(runtime.context)
-            summary = screen_summary(summary, lambda items: [redact(i) for i in items])
-            summary = await asyncio.to_thread(
-                screen_summary, summary, lambda items: service.unforgotten(user, items)
-            )
-        except Exception as exc:  # the raw history stays; the next turn tries again
-            log.warning("summarizing failed, the raw history is kept: %s", exc)
-            return {}
-        count = state.get("summary_count", 0) + len(older)
-        said = [m.id for m in older if isinstance(m, HumanMessage) and m.id]
-        await self._archive_episode(runtime, summary, count, lang, said)
-        return {
-            "summary": summary.model_dump(),
-            "summary_through": older[-1].id,
-            "summary_count": count,
-        }
-
-    async def _archive_episode(
-        self,
-        runtime: Runtime[Context],
-        summary: ThreadSummary,
-        count: int,
-        lang: str,
-        message_ids: list[str],
-    ) -> None:
-        """Keep the summary as an `episode` memory, so other threads can recall it.
-
-        It records the user messages it folded in (provenance, like any other copy).
-        """
-        thread_id = _thread_id()
-        if not thread_id:
-            return
-        try:
-            service = await self._service(runtime)
-            await service.aadd(
-                user_of(runtime.context),
-                render_summary(summary, count, lang == "zh"),
-                kind="episode",
-                subject=f"episode.thread.{thread_id}",
-                confidence=0.8,
-                source=Source(thread_id=thread_id, message_ids=message_ids, via="summary"),
-            )
-        except Exception as exc:
-            log.warning("could not archive the thread summary as an episode: %s", exc)
 
     def needs_summary(self, state: State) -> str:
         """Route after save: summarize when the unsummarized thread passes the threshold."""
@@ -393,6 +303,15 @@ class MemoryNodes:
         live = [m for m in messages if m.id not in skip]
         return "summarize" if tokens(live) > self.deps.settings.summary_tokens else END
 
+    def _pending(self, state: State, user: str) -> list[HumanMessage]:
+        """Return this user's messages not yet extracted (a refused run's never are)."""
+        messages = state.get("messages", [])
+        mine = {id(m) for m in admitted(messages, user)}
+        pending = pending_after(
+            messages, state.get("extracted_through"), self.deps.settings.max_message_chars
+        )
+        return [m for m in pending if id(m) in mine]
+
     async def extract(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Extract memory candidates from the user messages not yet extracted.
 
@@ -400,48 +319,24 @@ class MemoryNodes:
         message since the last extraction, in one call. Bad output is skipped.
         """
         user = user_of(runtime.context)
-        service = await self._service(runtime)
-        thread_id = _thread_id()
-        if thread_id:
-            # A flush run starts here, not at load_memory: the thread must be this user's.
-            await service.aremember_thread(user, thread_id)
-        messages = state.get("messages", [])
-        pending = pending_after(
-            messages, state.get("extracted_through"), self.deps.settings.max_message_chars
-        )
+        pending = self._pending(state, user)
         if not pending:
             return {"extraction": Extraction().model_dump()}
-        exchange: list[BaseMessage] = list(pending)
-        if messages and isinstance(messages[-1], AIMessage) and messages[-1].name != "memory":
-            exchange.append(AIMessage(text_of(messages[-1])))
+        messages = state.get("messages", [])
+        last = messages[-1] if messages else None
+        reply = last if isinstance(last, AIMessage) and last.name != "memory" else None
         lang = "zh" if has_cjk(text_of(pending[-1])) else "en"
-        # What is already remembered on these subjects: a real model then reuses the subject
-        # (or names the id) of what a new statement changes, and reconcile can supersede it.
         # A turn reuses what load_memory recalled for this very message; a flush (several
-        # messages, later) searches again.
-        recalled = state.get("recalled")
-        related: list[dict[str, Any]] = recalled or []
-        if state.get("flush") or recalled is None or not all("subject" in r for r in related):
+        # messages, later) claims the thread and searches again.
+        known: list[dict[str, Any]] = list(state.get("recalled") or [])
+        if state.get("flush") or not state.get("recalled"):
+            service = await self._service(runtime)
             said = "\n".join(text_of(m)[:500] for m in pending)
-            found = await service.asearch(user, said, RELATED_MEMORIES)
-            related = [
-                {"id": r.record.id, "kind": r.record.kind, "subject": r.record.subject,
-                 "content": r.record.content}
-                for r in found
-            ]  # fmt: skip
-        existing = "\n".join(
-            f"  - id {r['id']} · {r['subject']}: {quote(r['content'])}"
-            for r in related[:RELATED_MEMORIES]
-            if r["kind"] != "episode"
-        )
-        system = SystemMessage(
-            prompts.render(
-                "extract",
-                lang,
-                now=_turn_time(state).isoformat(),
-                existing=existing or ("  （无）" if lang == "zh" else "  (nothing yet)"),
+            turn = await service.arecall_turn(
+                user, _thread_id() or None, said, RELATED_MEMORIES, now=_turn_time(state)
             )
-        )
+            known = related(turn.recalled)
+        call = extraction_messages(pending, reply, known, lang, _turn_time(state).isoformat())
         try:
             # A JSON schema, not the class: the client then returns a dict instead of
             # validating inside the call, so one bad item does not cost the good ones.
@@ -449,141 +344,49 @@ class MemoryNodes:
                 EXTRACTION_SCHEMA, include_raw=True
             )
             runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-            out = await runnable.ainvoke([system, *exchange])
+            out = await runnable.ainvoke(call)
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}
-        return {"extraction": _parsed(out).model_dump()}
+        return {"extraction": parsed(out).model_dump()}
 
     async def save(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Reconcile the candidates with what is remembered and write store, then index."""
+        """Save the turn through the memory API, then carry its outcome into the thread."""
         user = user_of(runtime.context)
-        extraction = coerce_extraction(state.get("extraction") or {})
-        thread_id = _thread_id() or None
         messages = state.get("messages", [])
-        humans = user_messages(messages)
-        pending = pending_after(
-            messages, state.get("extracted_through"), self.deps.settings.max_message_chars
-        )
-        source = Source(
-            thread_id=thread_id,
-            message_ids=[m.id for m in pending if m.id],
-            said_at=_turn_time(state),
-            via="conversation",
-        )
+        pending = self._pending(state, user)
+        mine = admitted(messages, user)
+        start = messages.index(pending[0]) if pending else len(messages)
+        earlier = [m for m in mine if m not in pending]
+        # "Forget that" may point into what the assistant said before the user said it.
+        before = [m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"]
+        zh = bool(mine) and has_cjk(text_of(mine[-1]))
         service = await self._service(runtime)
-        if thread_id:
-            await service.aremember_thread(user, thread_id)
-        changes = []
-        if extraction.memories or extraction.forget:
-            # "Forget that" points into what the assistant said before the user said it.
-            start = messages.index(pending[0]) if pending else len(messages)
-            earlier = [
-                m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"
-            ]
-            context = text_of(earlier[-1]) if earlier else ""
-            before = [m for m in humans if m.id and m.id not in {p.id for p in pending[-1:]}]
-            latest = [m.id for m in reversed(before) if m.id][:LATEST_STATEMENTS]
-            changes = await service.asave(user, extraction, source, context=context, latest=latest)
-        if self.deps.settings.policy.archive_turns and pending:
-            await service.aarchive_turns(user, _turns_to_archive(pending), source)
-        recalled = [(r["kind"], r["id"]) for r in state.get("recalled", [])]
-        if recalled:
-            await service.amark_recalled(user, recalled, _turn_time(state))
+        outcome = await service.asave_turn(
+            user,
+            _thread_id() or None,
+            [Said(m.id or "", text_of(m)) for m in pending],
+            coerce_extraction(state.get("extraction") or {}),
+            earlier=[Said(m.id or "", text_of(m)) for m in earlier],
+            context=text_of(before[-1]) if before else "",
+            recalled=[(r["kind"], r["id"]) for r in state.get("recalled", [])],
+            said_at=_turn_time(state),
+            zh=zh,
+            claim=bool(state.get("flush")),
+        )
         update: dict[str, Any] = {
-            "saved": [c.describe() for c in changes],
+            "saved": outcome.saved,
             "extraction": Extraction().model_dump(),
-            "extracted_through": humans[-1].id if humans else None,
+            "extracted_through": mine[-1].id if mine else None,
             "flush": False,
             "turn_time": None,  # a later turn without a time of its own means "now"
         }
-        withheld = [c.note.removeprefix("sensitive: ") for c in changes if c.action == "withheld"]
-        if withheld:
-            # Tell the user, in the thread, what was deliberately not remembered.
-            kinds = [k for note in withheld for k in note.split(",")]
-            zh = bool(humans) and has_cjk(text_of(humans[-1]))
-            update["messages"] = [AIMessage(describe_withheld(kinds, zh), name="memory")]
-        refused = [c.note for c in changes if c.action == "refused"]
-        if refused:
-            # Tell the user, in the thread, what this agent may not remember, and why.
-            zh = bool(humans) and has_cjk(text_of(humans[-1]))
-            note = AIMessage(describe_refused(refused, zh), name="memory")
-            update["messages"] = [*update.get("messages", []), note]
-        asked = [forget_phrase(r)[0] for r in extraction.forget if not is_deictic(r.query)]
-        cleaned = self._clean_thread(state, changes, pending, asked)
-        update["scrubbed"] = bool(cleaned["messages"])
-        update["messages"] = [*cleaned.pop("messages", []), *update.get("messages", [])]
-        update.update(cleaned)
-        if any(c.action in ("forgotten", "unmatched") for c in changes):
-            zh = bool(humans) and has_cjk(text_of(humans[-1]))
-            remembered = []
-            if any(c.action == "unmatched" for c in changes):
-                remembered = [r.content for r in (await service.alist(user))[:5]]
-            note = AIMessage(describe_forget(changes, remembered, zh), name="memory")
-            update["messages"] = [*update["messages"], note]
-        if not update["messages"]:
-            del update["messages"]
+        update.update(rewrite(dict(state), outcome.cuts, start, zh))
+        update["scrubbed"] = bool(update.get("messages"))
+        notes = [AIMessage(n, name="memory") for n in outcome.notices]
+        if update.get("messages") or notes:
+            update["messages"] = [*update.get("messages", []), *notes]
         return update
-
-    def _clean_thread(
-        self,
-        state: State,
-        changes: list[Change],
-        pending: list[HumanMessage],
-        asked: list[Phrase],
-    ) -> dict[str, Any]:
-        """Carry forgets and the sensitive-data screen over to this thread's own copies.
-
-        The thread's messages, rolling summary and working memory hold what the user said
-        too: messages that stated something now forgotten are replaced by a marker, and
-        sensitive values in this turn's messages are redacted (both keep their ids, so
-        the checkpointer overwrites them). Other threads' messages are not touched.
-        """
-        messages = state.get("messages", [])
-        forgotten = [c.record for c in changes if c.action == "forgotten"]
-        said_in = {mid for r in forgotten for mid in r.source.message_ids}
-        # What the records are about, and what the user named (a raw turn alone may be hit).
-        phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)]
-        phrases = [p for p in phrases + (asked if forgotten else []) if p]
-        out: dict[str, Any] = {"messages": []}
-        zh = bool(pending) and has_cjk(text_of(pending[-1]))
-        start = messages.index(pending[0]) if pending and pending[0] in messages else len(messages)
-        for i, m in enumerate(messages):
-            if _is_search_result(m) and phrases:
-                # A search result is recalled memory too: its forgotten lines go.
-                lines = text_of(m).split("\n")
-                kept = _unsaid(lines, phrases)
-                if kept != lines:
-                    out["messages"].append(m.model_copy(update={"content": "\n".join(kept)}))
-                continue
-            if not isinstance(m, HumanMessage | AIMessage) or not m.id:
-                continue
-            if isinstance(m, AIMessage) and m.tool_calls:
-                continue
-            text = text_of(m)
-            if m.id in said_in or any(states(text, p) for p in phrases):
-                out["messages"].append(m.model_copy(update={"content": FORGOTTEN_TEXT[zh]}))
-            elif i >= start and self.deps.settings.policy.redact_thread and find_sensitive(text):
-                out["messages"].append(m.model_copy(update={"content": redact(text)}))
-        if phrases:
-            # This turn's recall was made before the forget: it is in the checkpoint too.
-            block = state.get("memory_block") or ""
-            out["memory_block"] = "\n".join(_unsaid(block.split("\n"), phrases))
-            out["recalled"] = [
-                r for r in state.get("recalled", []) if _unsaid([r["content"]], phrases)
-            ]
-        if phrases and state.get("summary"):
-            summary = ThreadSummary.model_validate(state["summary"])
-            out["summary"] = screen_summary(summary, lambda items: _unsaid(items, phrases))
-            out["summary"] = out["summary"].model_dump()
-        working = state.get("working")
-        if phrases and working:
-            out["working"] = {
-                k: (_unsaid(v, phrases) if isinstance(v, list) else v)
-                for k, v in working.items()
-                if isinstance(v, list) or not (isinstance(v, str) and _unsaid([v], phrases) == [])
-            }
-        return out
 
 
 def _thread_id() -> str:
@@ -608,43 +411,8 @@ def _is_search_result(m: BaseMessage) -> TypeGuard[ToolMessage]:
     return isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and bool(m.id)
 
 
-def _unsaid(items: list[str], phrases: list[Phrase]) -> list[str]:
-    """Return the items that state none of the phrases."""
-    return [i for i in items if not any(states(str(i), p) for p in phrases)]
-
-
-def _turns_to_archive(turns: list[HumanMessage]) -> list[tuple[str, str, str]]:
-    """Return `(id, text, context)` for the user turns worth keeping raw.
-
-    Questions and requests to forget are left out: they state nothing, and recalled
-    later they would only echo the query (or the very thing to forget). The assistant's
-    words are not kept as context: in a chat they are mostly the agent's own paraphrase,
-    and as search text they bring back unrelated turns.
-    """
-    keep = [t for t in turns if not is_question(text_of(t)) and not asks_to_forget(text_of(t))]
-    return [(t.id or "", text_of(t), "") for t in keep]
-
-
 def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
     try:
         return model.bind_tools(list(tools))
     except NotImplementedError:
         return model  # a model without tool calling still answers
-
-
-def _parsed(out: Any) -> Extraction:
-    """Read structured output (with `include_raw=True`), salvaging what validates."""
-    if not isinstance(out, dict) or "raw" not in out:
-        return coerce_extraction(out)
-    if out.get("parsed") is not None:
-        return coerce_extraction(out["parsed"])
-    log.warning("malformed extraction output: %s", out.get("parsing_error"))
-    raw = out.get("raw")
-    if isinstance(raw, AIMessage):
-        if raw.tool_calls:
-            return coerce_extraction(raw.tool_calls[0].get("args"))
-        try:
-            return coerce_extraction(json.loads(text_of(raw)))
-        except (json.JSONDecodeError, TypeError):
-            pass
-    return Extraction()

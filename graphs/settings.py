@@ -281,7 +281,12 @@ def open_service(
             service = cached[2]
         else:
             service = MemoryService(
-                store, index, agent_id=agent, policy=settings.policy, access=settings.access
+                store,
+                index,
+                agent_id=agent,
+                policy=settings.policy,
+                access=settings.access,
+                lock_dir=None if settings.backend.database_url else settings.backend.home,
             )
             services[agent] = (settings, index, service)
         if checkpointer is not None:

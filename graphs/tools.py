@@ -17,7 +17,7 @@ from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from memory.block import format_block
+from memory.block import format_block, quote
 from memory.privacy import redact
 from memory.records import MemoryRecord
 
@@ -156,5 +156,6 @@ def render_working_memory(working: dict[str, Any] | None, zh: bool = False) -> s
         value = working.get(key)
         if value:
             text = "; ".join(value) if isinstance(value, list) else str(value)
-            lines.append(f"- {zh_label if zh else en_label}: {text}")
+            # What the user said, quoted like the memory block: data, never markup.
+            lines.append(f"- {zh_label if zh else en_label}: {quote(text)}")
     return "\n".join(lines)

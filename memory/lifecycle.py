@@ -23,6 +23,7 @@ from memory.records import (
     is_raw_turn,
     normalize_text,
     stable_id,
+    turn_ids,
 )
 
 Action = Literal[
@@ -152,6 +153,9 @@ def _reinforce(old: MemoryRecord, new: MemoryRecord, now: datetime, policy: Poli
     old.history.append(old.snapshot("reinforced", now))
     old.confidence = min(1.0, max(old.confidence, new.confidence) + REINFORCE_STEP)
     old.updated_at = now
+    if new.source.statement_ids:
+        said = old.source.statement_ids or turn_ids(old)
+        old.source.statement_ids = list(dict.fromkeys(said + new.source.statement_ids))
     old.source.message_ids = list(dict.fromkeys(old.source.message_ids + new.source.message_ids))
     if new.kind == "event" and new.expires_at:
         old.expires_at = max(old.expires_at or new.expires_at, new.expires_at)
@@ -182,6 +186,7 @@ def reconcile(
     now: datetime,
     policy: Policy | None = None,
     replaced: list[MemoryRecord] | None = None,
+    negated: str | None = None,
 ) -> list[Change]:
     """Decide how a new statement changes a user's memories.
 
@@ -191,6 +196,8 @@ def reconcile(
         now: The time of the decision.
         policy: The rules; defaults to `Policy()`.
         replaced: For a negation, the active records it ends (see `negation_targets`).
+        negated: What the negation names ("use Go"): a replaced record that lists it among
+            other values keeps those (`remainder`).
 
     Returns:
         The changes to write, store first and index second. Replaying the same
@@ -213,8 +220,22 @@ def reconcile(
     changes: list[Change] = []
     if replaced:
         new.subject = replaced[0].subject if len(replaced) == 1 else new.subject
-        changes.extend(_supersede(old, new, now) for old in replaced)
-        return [Change("added", new, replaced[0]), *changes]
+        rest = []
+        for old in replaced:
+            kept = remainder(old.content, negated) if negated else None
+            if kept:
+                # "I no longer use Go" ends Go, not Python: the other values stay, as a
+                # record of their own that supersedes the list.
+                left = old.model_copy(
+                    deep=True,
+                    update={"id": stable_id(old.id, "rest", kept), "content": kept,
+                            "created_at": now, "updated_at": now, "history": []},
+                )  # fmt: skip
+                changes.append(_supersede(old, left, now))
+                rest.append(Change("added", left, old, note="the values not negated"))
+            else:
+                changes.append(_supersede(old, new, now))
+        return [Change("added", new, replaced[0]), *changes, *rest]
 
     rivals = [
         r
@@ -240,6 +261,31 @@ def reconcile(
             new.expires_at = now + policy.candidate_ttl
             return [Change("held", new, note=f"less confident than: {old.content}")]
     return [Change("added", new, previous), *changes]
+
+
+_LIST_SEP = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+and\s+|\s+or\s+|\s*[、，,和及与跟]\s*)"
+
+
+def remainder(content: str, negated: str) -> str | None:
+    """Return a list statement without one negated value, or None if it is not listed.
+
+    "User uses Python and Go." without "Go" is "User uses Python."; "用户喜欢茶、咖啡和果汁。"
+    without 咖啡 is "用户喜欢茶和果汁。". Only an exact enumeration is cut; a statement about
+    the value alone ends whole (None).
+    """
+    words = negated.split()
+    for value in dict.fromkeys([negated, " ".join(words[1:]) if len(words) > 1 else negated]):
+        v = re.escape(value.strip())
+        if not v:
+            continue
+        edge = r"(?<![\w])" if value.isascii() else ""
+        tail = r"(?![\w])" if value.isascii() else ""
+        for pattern in (rf"{_LIST_SEP}{edge}{v}{tail}", rf"{edge}{v}{tail}{_LIST_SEP}"):
+            m = re.search(pattern, content, flags=re.IGNORECASE)
+            if m:
+                cut = content[: m.start()] + content[m.end() :]
+                return cut if cut.strip(" .。") else None
+    return None
 
 
 def _overlap(query: str, content: str) -> float:
@@ -289,7 +335,20 @@ def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
         if re.search(pattern, low):
             prefixes.extend(_FORGET_ALIASES[word])
             low = re.sub(pattern, " ", low)
-    return phrase_of(query), tuple(dict.fromkeys(prefixes))
+    phrase = phrase_of(query, clause=is_clause(query), request=True)
+    return phrase, tuple(dict.fromkeys(prefixes))
+
+
+def is_clause(query: str) -> bool:
+    """Return True if a forget request names a statement of the user's, not a topic.
+
+    "that I love running", "I live in Berlin", 我住在北京 say something about the user;
+    "Mark", "my sister", 我的地址 name a topic, and everything about it goes.
+    """
+    q = query.strip().removeprefix("that ").strip()
+    return bool(re.match(r"(?i)^(?:I|I'm|I've|I'd|I was|I used to)\b", q)) or bool(
+        re.match(r"^我(?!的|们的)[\u4e00-\u9fff]", q)
+    )
 
 
 def _forget_query(request: ForgetRequest) -> str:
@@ -310,8 +369,9 @@ def forget_targets(
     Args:
         request: What the user asked to forget.
         records: The user's records.
-        latest: Ids of the user's latest messages in this thread, newest first:
-            "forget that" / "别再提这个了" mean the newest of them that stated something.
+        latest: Ids of the user's latest statements (or, for records from before
+            statements, messages) in this thread, newest first: "forget that" /
+            "别再提这个了" mean the newest of them that is remembered.
         context: What the assistant said last: when none of `latest` stated anything,
             "that" means the memories it mentioned.
     """
@@ -320,12 +380,15 @@ def forget_targets(
         r for r in records if r.status in ("active", "candidate", "archived") and not is_summary(r)
     ]
     if is_deictic(_forget_query(request)):
-        said = [[r for r in live if mid in r.source.message_ids] for mid in latest]
-        for group in said:
-            extracted = [r for r in group if r.kind != "episode"]
-            if extracted:
-                return extracted
-        for group in said:
+        # "That" is the user's newest statement that is remembered in any form (a memory
+        # extracted from it, or only its raw copy): all of it, and nothing said before it.
+        for sid in latest:
+            group = [
+                r
+                for r in live
+                if r.id == sid or sid in r.source.statement_ids
+                or (not r.source.statement_ids and sid in r.source.message_ids)
+            ]  # fmt: skip
             if group:
                 return group
         return [

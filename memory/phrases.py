@@ -54,6 +54,9 @@ class Phrase:
     """English (or other spaced-script) stems that must all appear."""
     zh: tuple[str, ...]
     """Chinese words; any one found as a whole word matches."""
+    names: frozenset[str] = frozenset()
+    """Words the user capitalised mid-sentence ("Mark", "Go"): names, which the same word
+    in lower case ("I mark exams", "I go to Paris") is not."""
 
     def __bool__(self) -> bool:
         return bool(self.words or self.zh)
@@ -65,24 +68,40 @@ def _zh_core(run: str) -> str:
     return verbless or core
 
 
-def phrase_of(text: str) -> Phrase:
+def phrase_of(text: str, *, clause: bool = False, request: bool = False) -> Phrase:
     """Return what a user's phrase names ("that I like tea" → tea; "我喜欢猫" → 猫).
 
     Args:
         text: The words of a forget request, or a value to look for.
+        clause: The words are a statement of the user's ("I love running", "我住在北京"),
+            not a topic: its verbs are kept, so it names that statement ("I run a bakery"
+            and 我在北京大学读书 do not say it).
+        request: The words are cut from a user's request ("Forget about Mark."): a word
+            capitalised there is a name, and only the capitalised word matches it.
     """
     folded = unicodedata.normalize("NFKC", text)
+    filler = STOP_WORDS if clause else _FILLER
     words = frozenset(
-        stem(w)
-        for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold())
-        if w not in _FILLER
+        stem(w) for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold()) if w not in filler
     )
+    core = _zh_clause if clause else _zh_core
     zh = tuple(
-        dict.fromkeys(
-            core for run in re.findall(r"[\u3400-\u9fff]+", folded) if (core := _zh_core(run))
-        )
+        dict.fromkeys(c for run in re.findall(r"[\u3400-\u9fff]+", folded) if (c := core(run)))
     )
-    return Phrase(words, zh)
+    names = frozenset(
+        w
+        for w in re.findall(r"(?<![\w'])[A-Z][a-z]+(?![\w'])", folded if request else "")
+        if w not in _NOT_NAMES and w.casefold() not in filler
+    )
+    return Phrase(words, zh, names)
+
+
+def _zh_clause(run: str) -> str:
+    return _ZH_TAIL.sub("", re.sub(r"^(?:关于|有关|我们|我)+", "", run))
+
+
+# Capitalised for other reasons than being a name.
+_NOT_NAMES = frozenset({"I", "Im", "Ive", "Id", "Ill", "My", "Me", "Forget", "Please", "That"})
 
 
 def _has_zh_word(text: str, word: str) -> bool:
@@ -114,6 +133,8 @@ def states(text: str, phrase: Phrase) -> bool:
     Chinese words, one of them must appear unglued to its neighbours.
     """
     if not phrase:
+        return False
+    if any(not re.search(rf"(?<![\w]){re.escape(n)}(?![a-z])", text) for n in phrase.names):
         return False
     if phrase.words:
         have = {t for t in tokenize(text, stop_words=frozenset()) if not _CJK.match(t)}

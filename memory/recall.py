@@ -71,21 +71,30 @@ def drop_restated_turns(
     its source is that one message) only repeats it; a turn that matched the query's words
     is kept, since it may say more than was extracted.
     """
-    said = {
+    shown = [live[i] for i, _ in ranked[:k]] + pinned
+    typed = [r for r in shown if r.kind != "episode"]
+    # A memory linked to its statement restates that statement alone; one from before
+    # statements existed restates its whole message.
+    said = {sid for r in typed for sid in r.source.statement_ids}
+    messages = {
         r.source.message_ids[0]
-        for r in [live[i] for i, _ in ranked[:k]] + pinned
-        if r.kind != "episode" and len(r.source.message_ids) == 1
+        for r in typed
+        if not r.source.statement_ids and len(r.source.message_ids) == 1
     }
-    if not said:
+    if not said and not messages:
         return ranked
     matched = {i for i, s in lexical if s > 0}
+
+    def restated(turn: MemoryRecord) -> bool:
+        if turn.id in said:
+            return True
+        ids = set(turn.source.message_ids)
+        return bool(ids) and ids <= messages
+
     return [
         (i, s)
         for i, s in ranked
-        if live[i].kind != "episode"
-        or i in matched
-        or not live[i].source.message_ids
-        or not set(live[i].source.message_ids) <= said
+        if live[i].kind != "episode" or i in matched or not restated(live[i])
     ]
 
 

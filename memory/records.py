@@ -257,6 +257,9 @@ class Source(BaseModel):
     said_at: datetime | None = None
     via: str = "conversation"
     """`conversation`, `cli`, `api`, `mcp` or `import`."""
+    statement_ids: list[str] = Field(default_factory=list)
+    """The statements (raw items, `memory.statements`) a memory was extracted from: what
+    forgetting or superseding it reaches, and nothing else said beside it."""
 
 
 class HistoryEntry(BaseModel):
@@ -268,6 +271,18 @@ class HistoryEntry(BaseModel):
     confidence: float
     status: Status
     record_id: str | None = None
+
+
+def turn_ids(record: MemoryRecord) -> list[str]:
+    """Return the ids of the raw statements a record was said in.
+
+    A record linked to its statements (`Source.statement_ids`) reaches those alone; one
+    from before statements existed reaches the raw turns of its messages.
+    """
+    if record.source.statement_ids:
+        return list(record.source.statement_ids)
+    thread = record.source.thread_id or ""
+    return [stable_id(record.user_id, "turn", thread, mid) for mid in record.source.message_ids]
 
 
 TURN_SUBJECT = "episode.turn."

@@ -30,6 +30,20 @@ from memory.records import Kind, MemoryRecord, Source, check_user_id, utcnow
 from memory.retriever import MemoryRetriever
 from memory.snapshots import LexicalIndexes
 from memory.threads import ThreadNotYours, ThreadRegistry
+from memory.turn import (
+    Said,
+    TurnOutcome,
+    TurnRecall,
+    archivable,
+    cuts_of,
+    describe,
+    latest_statements,
+    link,
+    notices,
+    scopes,
+    statements_of,
+    turn_source,
+)
 from memory.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 
 __all__ = ["ConsolidationReport", "MemoryNotFound", "MemoryService", "Recalled", "ThreadNotYours"]
@@ -50,6 +64,7 @@ class MemoryService:
         checkpointer: Any | None = None,
         policy: Policy | None = None,
         access: AccessPolicy | None = None,
+        lock_dir: str | None = None,
     ) -> None:
         """Create a service.
 
@@ -61,6 +76,8 @@ class MemoryService:
             policy: Lifecycle rules (confidence threshold, decay, archiving, privacy).
             access: Which memories `agent_id` may read and write (`memory.access`); None
                 lets it read and write everything, with scope `user`.
+            lock_dir: The folder of an embedded (SQLite) store: thread claims lock a file
+                there, so processes sharing the store cannot both claim a new thread.
 
         Example:
             `service = MemoryService(InMemoryStore(), None)` (no index: recall by words)
@@ -81,7 +98,7 @@ class MemoryService:
         self._recall = Recall(store, index, self._reader, self._snapshots, self._locks, self.policy)
         self._writer = MemoryWriter(store, self._reader, self._indexing, self.policy)
         self._maintenance = Maintenance(self._reader, self._indexing, self._locks, self.policy)
-        self._threads = ThreadRegistry(store, self._reader)
+        self._threads = ThreadRegistry(store, self._reader, lock_dir)
 
     @property
     def lexical(self) -> LexicalIndexes:
@@ -204,6 +221,101 @@ class MemoryService:
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
             return self._writer.save(uid, extraction, source, context=context, latest=latest)
+
+    def recall_turn(
+        self, user_id: str, thread_id: str | None, query: str, k: int, *, now: datetime
+    ) -> TurnRecall:
+        """Begin a turn: claim (or check) the thread, then recall for the user's message.
+
+        The claim is atomic: of two first turns racing on a new thread exactly one wins;
+        the other gets `ThreadNotYours` before anything of the thread is read.
+
+        Raises:
+            ThreadNotYours: If another user owns the thread.
+        """
+        uid = check_user_id(user_id)
+        new_thread = self._threads.claim(uid, thread_id) if thread_id else False
+        return TurnRecall(self._recall.search(uid, query, k, now), new_thread)
+
+    def save_turn(
+        self,
+        user_id: str,
+        thread_id: str | None,
+        said: Sequence[Said],
+        extraction: Extraction,
+        *,
+        earlier: Sequence[Said] = (),
+        context: str = "",
+        recalled: Iterable[tuple[str, str]] = (),
+        said_at: datetime | None = None,
+        zh: bool = False,
+        claim: bool = False,
+    ) -> TurnOutcome:
+        """End a turn: save what the user said, under one hold of the user's lock.
+
+        The messages are split into statements; each extracted memory is linked to its
+        statement, reconciled, screened and scoped; each statement worth keeping is archived
+        as its own raw item, with the scope of the memories taken from it (none if one was
+        refused or withheld); forget requests act on statements ("that" is the user's newest
+        one). Every copy of the turn the caller keeps takes its text from the outcome.
+
+        Args:
+            user_id: Whose memory.
+            thread_id: The thread (None: not kept in one).
+            said: The user messages of the turn, oldest first.
+            extraction: What was extracted from them.
+            earlier: The user's earlier messages of the thread, oldest first (what "that"
+                may point at).
+            context: What the assistant said before the turn (what "that" means when no
+                statement of the user's is remembered).
+            recalled: `(kind, id)` of what the turn recalled (counted as recalled).
+            said_at: When it was said (default: now).
+            zh: The turn's language, for notices.
+            claim: Claim or check the thread first (a run that did not `recall_turn`).
+
+        Raises:
+            ThreadNotYours: If `claim` and another user owns the thread.
+        """
+        uid = check_user_id(user_id)
+        if claim and thread_id:
+            self._threads.claim(uid, thread_id)
+        when = said_at or utcnow()
+        source = turn_source(thread_id, said, when, "conversation")
+        statements = statements_of(uid, thread_id or "", said)
+        latest = latest_statements(uid, thread_id or "", earlier)
+        with self._locks.hold(uid):
+            changes: list[Change] = []
+            if extraction.memories or extraction.forget:
+                changes = self._writer.save(
+                    uid,
+                    extraction,
+                    source,
+                    context=context,
+                    latest=latest,
+                    statement_of=link(extraction, statements),
+                )
+            if self.policy.archive_turns:
+                kept = archivable(statements, changes)
+                self._writer.archive_turns(
+                    uid,
+                    [(st.message_id, st.text, "") for st in kept],
+                    source,
+                    ids=[st.id for st in kept],
+                    scopes=scopes(changes),
+                )
+            seen = list(recalled)
+            if seen:
+                self._recall.mark_recalled(uid, seen, when)
+            remembered: list[str] = []
+            if any(c.action == "unmatched" for c in changes):
+                remembered = [r.content for r in self._reader.visible(uid)[:5]]
+        return TurnOutcome(
+            changes=changes,
+            saved=[describe(c) for c in changes],
+            notices=notices(changes, remembered, zh, statements),
+            cuts=cuts_of(changes, extraction, self.policy.redact_thread),
+            statements=statements,
+        )
 
     def archive_turns(
         self,
@@ -404,6 +516,8 @@ class MemoryService:
     aunforgotten = in_worker_thread(unforgotten)
     amark_recalled = in_worker_thread(mark_recalled)
     aarchive_turns = in_worker_thread(archive_turns)
+    arecall_turn = in_worker_thread(recall_turn)
+    asave_turn = in_worker_thread(save_turn)
     athreads = in_worker_thread(threads)
     apending_repairs = in_worker_thread(pending_repairs)
     ausers = in_worker_thread(users)

@@ -6,14 +6,22 @@ deletes the threads a user owns.
 
 from __future__ import annotations
 
+import fcntl
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from langgraph.store.base import BaseStore, PutOp
 
 from memory.access import AccessDenied
+from memory.locks import UserLocks
 from memory.progress import Progress, stage
 from memory.reads import StoreReader
 from memory.records import UserId, thread_owners_namespace, threads_namespace, utcnow
+
+CLAIM_KEY = "\x00thread-claims"
+"""The lock key of thread claims: no user label can be it (labels are checked, never empty)."""
 
 
 class ThreadNotYours(AccessDenied):
@@ -23,24 +31,44 @@ class ThreadNotYours(AccessDenied):
 class ThreadRegistry:
     """The threads of one store's users, and who owns each."""
 
-    def __init__(self, store: BaseStore, reader: StoreReader) -> None:
-        """Create the registry of a store (`reader` lists a user's threads)."""
+    def __init__(self, store: BaseStore, reader: StoreReader, lock_dir: str | None = None) -> None:
+        """Create the registry of a store.
+
+        Args:
+            store: Where owners are recorded.
+            reader: Lists a user's threads.
+            lock_dir: A folder beside an embedded store: claims take a file lock there, so
+                two processes on one SQLite file cannot both claim a new thread. (On
+                Postgres the claim takes an advisory lock instead.)
+        """
         self.store = store
         self.reader = reader
+        self._locks = UserLocks.of(store)
+        self._lock_file = os.path.join(lock_dir, ".thread-claims.lock") if lock_dir else None
 
-    def remember(self, user_id: UserId, thread_id: str) -> None:
-        """Record that a thread belongs to a user (see `MemoryService.remember_thread`).
+    def claim(self, user_id: UserId, thread_id: str) -> bool:
+        """Claim a thread for a user, atomically: the first user of a thread owns it.
+
+        The owner is read and, if there is none, written under one lock (this process's,
+        the database's advisory lock on Postgres, a file lock beside an embedded store), so
+        of two first turns racing on a new thread exactly one wins; the other is refused
+        before any of its words is read, stored or archived.
+
+        Returns:
+            True if this call made the user the owner (a new thread), False if they already were.
 
         Raises:
-            ThreadNotYours: If another user opened the thread.
+            ThreadNotYours: If another user owns the thread.
         """
-        owner = self.owner(thread_id)
-        if owner is not None and owner != user_id:
-            raise ThreadNotYours(
-                f"thread {thread_id!r} belongs to another user: start a new thread "
-                "(the thread id is not yours to continue)"
-            )
-        if owner is None:
+        with self._locks.hold(CLAIM_KEY), self._file_lock():
+            owner = self.owner(thread_id)
+            if owner is not None and owner != user_id:
+                raise ThreadNotYours(
+                    f"thread {thread_id!r} belongs to another user: start a new thread "
+                    "(the thread id is not yours to continue)"
+                )
+            if owner is not None:
+                return False
             at = utcnow().isoformat()
             self.store.batch(
                 [
@@ -50,6 +78,24 @@ class ThreadRegistry:
                     ),
                 ]
             )
+            return True
+
+    def remember(self, user_id: UserId, thread_id: str) -> None:
+        """Record that a thread belongs to a user (see `claim`)."""
+        self.claim(user_id, thread_id)
+
+    @contextmanager
+    def _file_lock(self) -> Iterator[None]:
+        if self._lock_file is None:
+            yield
+            return
+        os.makedirs(os.path.dirname(self._lock_file), exist_ok=True)
+        with open(self._lock_file, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
 
     def owner(self, thread_id: str) -> str | None:
         """Return the user who opened a thread (None if no turn of it was seen)."""

@@ -9,7 +9,7 @@ user's write lock (`memory.locks`): each method here reads, decides, then writes
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence, Sized
+from collections.abc import Iterable, Mapping, Sequence, Sized
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +25,7 @@ from memory.lifecycle import (
     forget,
     forget_phrase,
     forget_targets,
+    is_clause,
     is_deictic,
     is_summary,
     negation_targets,
@@ -45,6 +46,7 @@ from memory.records import (
     namespace,
     normalize_text,
     stable_id,
+    turn_ids,
     utcnow,
 )
 
@@ -62,10 +64,16 @@ def _text(value: Any) -> str:
     return "" if value is None else str(value)
 
 
-def _turn_ids(user_id: UserId, record: MemoryRecord) -> list[str]:
-    """Return the ids of the raw turns a record was said in (see `archive_turns`)."""
-    thread = record.source.thread_id or ""
-    return [stable_id(user_id, "turn", thread, mid) for mid in record.source.message_ids]
+def neutral_subject(subject: str, content: str) -> str:
+    """Return a subject that holds no value: the family of `subject` and a hash.
+
+    Used when a subject would carry something sensitive (`note.我的银行卡号是6222…`): a
+    value must never enter a subject, key or id.
+    """
+    family = subject.split(".", 1)[0] if "." in subject else "note"
+    if find_sensitive(family):
+        family = "note"
+    return f"{family}.{stable_id(subject, content)[:10]}"
 
 
 def _probe(user_id: UserId, words: str) -> MemoryRecord:
@@ -151,15 +159,26 @@ class MemoryWriter:
         *,
         context: str = "",
         latest: Sequence[str] = (),
+        statement_of: Sequence[str | None] = (),
     ) -> list[Change]:
-        """Apply one turn's extraction (see `MemoryService.save`)."""
+        """Apply one turn's extraction (see `MemoryService.save`).
+
+        `statement_of` names, per candidate, the statement it was extracted from
+        (`memory.turn.link`); `latest` may hold statement ids as well as message ids.
+        """
         now = utcnow()
         said_at = source.said_at or now
         changes: list[Change] = []
         for i, cand in enumerate(extraction.memories):
-            new = self._record(user_id, cand, source, said_at, now, i)
-            found, kept = self.screen([new.content, _text(new.value)])
+            sid = statement_of[i] if i < len(statement_of) else None
+            origin = source.model_copy(update={"statement_ids": [sid]}) if sid else source
+            new = self._record(user_id, cand, origin, said_at, now, i)
+            found, kept = self.screen([new.content, _text(new.value), new.subject])
+            if found and find_sensitive(new.subject.replace(".", " ").replace("_", " ")):
+                new.subject = neutral_subject(new.subject, new.content)
             if kept is None:
+                # The change is shown (saved lines, `--json`, MCP replies): never the value.
+                new.content, new.value = redact(new.content), None
                 changes.append(Change("withheld", new, note=f"sensitive: {found}"))
                 continue
             if found:
@@ -172,7 +191,9 @@ class MemoryWriter:
             if cand.replaces:
                 mine = [r for r in self.reader.visible(user_id) if same_partition(r, new)]
                 replaced = negation_targets(cand.replaces, mine) or None
-            step = reconcile(new, self.related(user_id, new), now, self.policy, replaced)
+            step = reconcile(
+                new, self.related(user_id, new), now, self.policy, replaced, cand.replaces
+            )
             refused = self._refusal(new, step)
             if refused is not None:
                 changes.append(refused)
@@ -183,7 +204,11 @@ class MemoryWriter:
         for req in extraction.forget:
             records = self.reader.scan(user_id, include_inactive=True)
             targets = forget_targets(req, records, latest, context)
-            phrases = [key_phrase(r) for r in targets if not is_raw_turn(r)]
+            # A topic ("forget about Kyoto") reaches every statement that names what the
+            # targets are about; a statement ("forget that I live in Beijing") reaches the
+            # statements that say it, not every one that names Beijing.
+            topic = not is_deictic(req.query.strip(" .。!！")) and not is_clause(req.query)
+            phrases = [key_phrase(r) for r in targets if not is_raw_turn(r)] if topic else []
             if not is_deictic(req.query.strip(" .。!！")):
                 phrases.append(forget_phrase(req)[0])
             # Raw turns that say it in so many words, though no extracted record links them.
@@ -238,11 +263,11 @@ class MemoryWriter:
         ]
         out: list[Change] = []
         done = {c.record.id for c in step}
-        linked = [("episode", tid) for c in ended for tid in _turn_ids(user_id, c.record)]
+        linked = [("episode", tid) for c in ended for tid in turn_ids(c.record)]
         turns = self.reader.get_many(user_id, linked) if linked else {}
         live = _reached(hard)
         for c in ended:
-            for tid in _turn_ids(user_id, c.record):
+            for tid in turn_ids(c.record):
                 turn = turns.get(tid)
                 if turn is None or tid in done or turn.status not in live:
                     continue
@@ -355,11 +380,30 @@ class MemoryWriter:
         user_id: UserId,
         turns: Iterable[tuple[str, str, str | list[str]]],
         source: Source,
+        *,
+        ids: Sequence[str] = (),
+        scopes: Mapping[str, str] | None = None,
     ) -> int:
-        """Keep raw user turns as `episode` memories (see `MemoryService.archive_turns`)."""
+        """Keep raw user turns as `episode` memories (see `MemoryService.archive_turns`).
+
+        Args:
+            user_id: Whose turns.
+            turns: `(message_id, text, context)` each.
+            source: Thread and time.
+            ids: The record id of each turn (a statement's, `memory.statements`); default:
+                one per message.
+            scopes: A scope per record id, narrower than the agent's default (a statement
+                whose memory is private to an agent is private to it too).
+        """
         said_at = source.said_at or utcnow()
         records = []
-        for message_id, said, around in turns:
+        default_scope = access_scope(self.access, self.agent_id, "episode.turn")
+        for n, (message_id, said, around) in enumerate(turns):
+            rid = (
+                ids[n]
+                if n < len(ids)
+                else stable_id(user_id, "turn", source.thread_id or "", message_id)
+            )
             text = clean_text(said)[:TURN_CHARS]
             context = [
                 clean_text(c)[:TURN_CHARS]
@@ -374,10 +418,10 @@ class MemoryWriter:
             text, context = kept[0], kept[1:]
             records.append(
                 MemoryRecord(
-                    id=stable_id(user_id, "turn", source.thread_id or "", message_id),
+                    id=rid,
                     user_id=user_id,
                     agent_id=self.agent_id,
-                    scope=access_scope(self.access, self.agent_id, "episode.turn"),
+                    scope=(scopes or {}).get(rid) or default_scope,
                     kind="episode",
                     subject=f"{TURN_SUBJECT}{source.thread_id or 'none'}",
                     content=text,

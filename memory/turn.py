@@ -1,0 +1,288 @@
+"""The turn-level memory API: every word a user says enters once, screened and scoped.
+
+A graph (or any app) calls `MemoryService.recall_turn` before answering and
+`MemoryService.save_turn` after, and nothing else of memory. `save_turn` splits the turn's
+user messages into statements (`memory.statements`), links each extracted memory to the
+statement it came from, screens and scopes them, archives each statement as its own raw item
+and returns one `TurnOutcome`. Every copy the caller keeps (the thread's messages, tool-call
+arguments, summary items, working memory, the memory block, the `saved` lines, notices) is
+derived from that outcome: `TurnOutcome.cuts` is the one rule that rewrites them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory.access import describe_refused
+from memory.extraction import Extraction, asks_to_forget, is_question
+from memory.lexical import tokenize
+from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, is_deictic
+from memory.phrases import Phrase, key_phrase, states
+from memory.privacy import describe as describe_withheld
+from memory.privacy import find_sensitive, redact
+from memory.recall import Recalled
+from memory.records import MemoryRecord, Source, UserId, is_raw_turn
+from memory.statements import Statement, split_message, split_text
+
+LATEST_STATEMENTS = 6
+"""How many of the user's earlier statements "forget that" may reach back to."""
+FORGOTTEN_TEXT = ("[forgotten at the user's request]", "［已按用户要求忘记］")
+
+
+@dataclass(frozen=True)
+class Said:
+    """One user message of a turn, as the thread holds it."""
+
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnRecall:
+    """What `recall_turn` found.
+
+    Attributes:
+        recalled: The user's memories for the message, best first (store-checked).
+        new_thread: True if this turn claimed the thread (its first turn).
+    """
+
+    recalled: list[Recalled]
+    new_thread: bool
+
+
+@dataclass
+class ThreadCuts:
+    """How every copy of a thread is rewritten after a turn: one rule for every channel.
+
+    Attributes:
+        statements: Exact texts of forgotten statements (replaced by a marker wherever
+            they appear).
+        phrases: What forgotten memories and topic forgets name: a statement that states
+            one is cut too, in any channel.
+        redact: Sensitive values of this turn's copies are redacted (the policy's
+            `redact_thread`, and something sensitive was said).
+    """
+
+    statements: list[str] = field(default_factory=list)
+    phrases: list[Phrase] = field(default_factory=list)
+    redact: bool = False
+
+    @property
+    def forgets(self) -> bool:
+        """True if anything was forgotten this turn."""
+        return bool(self.statements or self.phrases)
+
+    def text(self, text: str, zh: bool, *, screen: bool = True) -> str:
+        """Return a text with forgotten statements replaced by a marker (and redacted).
+
+        Args:
+            text: A message, a tool-call argument, a tool result.
+            zh: The marker's language.
+            screen: Redact sensitive values too (for this turn's copies).
+        """
+        marker = FORGOTTEN_TEXT[zh]
+        out = text
+        for said in self.statements:
+            if said and said in out:
+                out = out.replace(said, marker)
+        if self.phrases:
+            for piece in split_text(out):
+                if piece != marker and any(states(piece, p) for p in self.phrases):
+                    out = out.replace(piece, marker)
+        if screen and self.redact:
+            out = redact(out)
+        return out
+
+    def items(self, items: Sequence[str], *, screen: bool = True) -> list[str]:
+        """Return list items (summary lines, plan steps) without what was forgotten.
+
+        An item is cut statement by statement: "surprise Lena with a trip to Kyoto; never
+        tell Lena before" keeps its second half when Kyoto is forgotten.
+        """
+        out = []
+        for item in items:
+            kept = [
+                s
+                for s in split_text(str(item))
+                if s not in self.statements and not any(states(s, p) for p in self.phrases)
+            ]
+            if kept:
+                text = str(item) if len(kept) == len(split_text(str(item))) else " ".join(kept)
+                out.append(redact(text) if screen and self.redact else text)
+        return out
+
+    def value(self, value: Any, zh: bool, *, screen: bool = True) -> Any:
+        """Return a JSON-like value (tool-call arguments, working memory) rewritten."""
+        if isinstance(value, str):
+            return self.text(value, zh, screen=screen)
+        if isinstance(value, list):
+            if all(isinstance(v, str) for v in value):
+                return self.items(value, screen=screen)
+            return [self.value(v, zh, screen=screen) for v in value]
+        if isinstance(value, dict):
+            return {k: self.value(v, zh, screen=screen) for k, v in value.items()}
+        return value
+
+
+@dataclass
+class TurnOutcome:
+    """What one turn did to memory, and the text every copy of it takes.
+
+    Attributes:
+        changes: Every record change, in order.
+        saved: One safe line per change: no value that was withheld, nothing forgotten
+            quoted (the thread's `saved` channel).
+        notices: What to tell the user, in the turn's language (withheld, refused, forget).
+        cuts: How the thread's channels are rewritten.
+        statements: The turn's statements (ids and positions), as archived or not.
+    """
+
+    changes: list[Change]
+    saved: list[str]
+    notices: list[str]
+    cuts: ThreadCuts
+    statements: list[Statement]
+
+
+def statements_of(user_id: UserId, thread_id: str, said: Sequence[Said]) -> list[Statement]:
+    """Return the statements of messages, in order."""
+    return [st for m in said for st in split_message(user_id, thread_id, m.message_id, m.text)]
+
+
+def link(extraction: Extraction, statements: Sequence[Statement]) -> list[str | None]:
+    """Return, for each candidate, the id of the statement it was extracted from.
+
+    The statement sharing most of the candidate's words wins (ties: the earlier); a turn
+    of one statement links everything to it. Extraction paraphrases ("User works as a
+    nurse." from "I work as a nurse."), so words, not spelling, decide.
+    """
+    if not statements:
+        return [None] * len(extraction.memories)
+    terms = [set(tokenize(s.text)) for s in statements]
+    out: list[str | None] = []
+    for cand in extraction.memories:
+        said = set(tokenize(f"{cand.content} {cand.value or ''}"))
+        scores = [len(said & t) / (len(said) or 1) for t in terms]
+        out.append(statements[max(range(len(statements)), key=lambda i: scores[i])].id)
+    return out
+
+
+def describe(change: Change) -> str:
+    """Return the `saved` line of a change: what happened, never a withheld or forgotten text."""
+    r = change.record
+    if change.action == "unmatched":
+        return "unmatched: nothing remembered matches the forget request"
+    if change.action in ("withheld", "forgotten", "refused"):
+        kind = f"[{r.kind}]" if change.action == "withheld" else f"[{r.kind} {r.subject}]"
+        note = f" ({change.note})" if change.action == "withheld" and change.note else ""
+        return f"{change.action}: {kind}{note}"
+    return change.describe()
+
+
+def cuts_of(changes: Sequence[Change], extraction: Extraction, redact_thread: bool) -> ThreadCuts:
+    """Return how the thread is rewritten after these changes (see `ThreadCuts`)."""
+    forgotten = [c.record for c in changes if c.action == "forgotten"]
+    statements = [r.content for r in forgotten if is_raw_turn(r)]
+    asked = [q for q in extraction.forget if not is_deictic(q.query)]
+    # What the forgotten memories are about reaches the thread only for a topic forget (see
+    # `MemoryWriter.save`): "forget that I live in Beijing" must not cut 北京大学.
+    topic = not asked or any(not is_clause(q.query) for q in asked)
+    phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)] if topic else []
+    if forgotten:
+        phrases += [forget_phrase(q)[0] for q in asked]
+    withheld = any(c.action == "withheld" for c in changes)
+    return ThreadCuts(
+        statements=statements, phrases=[p for p in phrases if p], redact=redact_thread or withheld
+    )
+
+
+def notices(
+    changes: Sequence[Change],
+    remembered: Sequence[str],
+    zh: bool,
+    statements: Sequence[Statement] = (),
+) -> list[str]:
+    """Return what to tell the user about a turn's changes, in its language.
+
+    A sensitive value is told about whether or not a memory was extracted from its
+    statement: the raw copy of the statement was screened too.
+    """
+    out = []
+    withheld = [c.note.removeprefix("sensitive: ") for c in changes if c.action == "withheld"]
+    kinds = [k for n in withheld for k in n.split(",")]
+    kinds += [f.kind for st in statements for f in find_sensitive(st.text)]
+    if kinds:
+        out.append(describe_withheld(kinds, zh))
+    refused = [c.note for c in changes if c.action == "refused"]
+    if refused:
+        out.append(describe_refused(refused, zh))
+    if any(c.action in ("forgotten", "unmatched") for c in changes):
+        out.append(describe_forget(list(changes), list(remembered), zh))
+    return out
+
+
+def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> list[Statement]:
+    """Return the statements worth keeping raw.
+
+    Questions and forget requests state nothing. A statement whose memory was refused to
+    this agent is archived for no one, and one whose memory was withheld as sensitive is
+    not kept either: the raw copy would hold what the decision kept out.
+    """
+    blocked = {
+        sid
+        for c in changes
+        if c.action in ("withheld", "refused")
+        for sid in c.record.source.statement_ids
+    }
+    return [
+        st
+        for st in statements
+        if st.id not in blocked and not is_question(st.text) and not asks_to_forget(st.text)
+    ]
+
+
+def scopes(changes: Sequence[Change]) -> dict[str, str]:
+    """Return the scope each statement takes from the memories extracted from it.
+
+    A statement whose memory is private to an agent is private to it too: its raw copy
+    must not show another agent what the memory's scope hides.
+    """
+    out: dict[str, str] = {}
+    for c in changes:
+        if c.action in ("added", "reinforced", "merged", "held") and not is_raw_turn(c.record):
+            for sid in c.record.source.statement_ids:
+                if out.get(sid, "user") == "user":
+                    out[sid] = c.record.scope
+    return out
+
+
+def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) -> list[str]:
+    """Return the ids of the user's latest statements before this turn, newest first.
+
+    "That" / "刚才那句" / "当我没说" mean the newest of them that stated something.
+    """
+    said = [st for st in statements_of(user_id, thread_id, earlier) if not is_question(st.text)]
+    return [st.id for st in reversed(said)][:LATEST_STATEMENTS]
+
+
+def sensitive_subject(subject: str) -> bool:
+    """Return True if a subject holds a sensitive value (it must never be a key or id)."""
+    return bool(find_sensitive(subject.replace(".", " ").replace("_", " ")))
+
+
+def record_statements(record: MemoryRecord) -> list[str]:
+    """Return the statement ids a record was said in (empty for records from before them)."""
+    return list(record.source.statement_ids)
+
+
+def turn_source(thread_id: str | None, said: Sequence[Said], said_at: datetime, via: str) -> Source:
+    """Return the provenance of a turn's memories."""
+    return Source(
+        thread_id=thread_id,
+        message_ids=[m.message_id for m in said if m.message_id],
+        said_at=said_at,
+        via=via,
+    )
