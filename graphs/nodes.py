@@ -53,8 +53,9 @@ from graphs.window import (
 )
 from memory.backends import ensure_postgres_indexes
 from memory.block import format_block
-from memory.extraction import Extraction, coerce_extraction, has_cjk
+from memory.extraction import Extraction, coerce_extraction
 from memory.index import ChromaIndex
+from memory.language import Lang, language_of
 from memory.records import utcnow
 from memory.service import MemoryService
 from memory.summary import ThreadSummary
@@ -65,8 +66,8 @@ log = logging.getLogger(__name__)
 MAX_TOOL_ROUNDS = 2
 # Read templates now, not from inside the event loop.
 for _name in ("system", "search_hint", "extract", "summary"):
-    for _lang in prompts.LANGS:
-        prompts.load(_name, _lang)
+    for _code in prompts.LANGS:
+        prompts.load(_name, _code)
 QUERY_CONTEXT_MESSAGES = 2
 SEARCH_EXPIRED = (
     "[a memory search of an earlier turn: search again if needed]",
@@ -162,13 +163,13 @@ class MemoryNodes:
         service = await self._service(runtime)
         turn = await service.arecall_turn(user, _thread_id() or None, query, k, now=now)
         recalled = turn.recalled
-        zh = has_cjk(text_of(latest))
+        lang = language_of(text_of(latest))  # the turn's language, decided once
         return {
             # Search results live for one turn, like the memory block: by the next one a
             # forget, a supersede or another agent's private note may have made them wrong.
             "messages": [
                 *strangers(messages, latest, user, turn.new_thread),
-                *_expired_searches(messages, zh),
+                *_expired_searches(messages, lang == "zh"),
                 admit(latest, user),
             ],
             "memory_block": format_block([r.record for r in recalled]),
@@ -184,6 +185,7 @@ class MemoryNodes:
                 for r in recalled
             ],
             "turn_time": now.isoformat(),
+            "lang": lang,
         }
 
     async def search_memory(self, runtime: ToolRuntime, query: str, k: int) -> str:
@@ -222,7 +224,7 @@ class MemoryNodes:
         """
         messages = list(state.get("messages", []))
         humans = user_messages(messages)
-        lang = "zh" if humans and has_cjk(text_of(humans[-1])) else "en"
+        lang = _lang(state, humans)
         skip = summarized_ids(messages, state.get("summary_through"))
         system = self._system(state, lang, state.get("working"))
         budget = self.deps.settings.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
@@ -325,11 +327,11 @@ class MemoryNodes:
         messages = state.get("messages", [])
         last = messages[-1] if messages else None
         reply = last if isinstance(last, AIMessage) and last.name != "memory" else None
-        lang = "zh" if has_cjk(text_of(pending[-1])) else "en"
+        lang = _lang(state, pending)
         # A turn reuses what load_memory recalled for this very message; a flush (several
         # messages, later) claims the thread and searches again.
         known: list[dict[str, Any]] = list(state.get("recalled") or [])
-        if state.get("flush") or not state.get("recalled"):
+        if state.get("flush"):
             service = await self._service(runtime)
             said = "\n".join(text_of(m)[:500] for m in pending)
             turn = await service.arecall_turn(
@@ -360,7 +362,7 @@ class MemoryNodes:
         earlier = [m for m in mine if m not in pending]
         # "Forget that" may point into what the assistant said before the user said it.
         before = [m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"]
-        zh = bool(mine) and has_cjk(text_of(mine[-1]))
+        zh = _lang(state, mine) == "zh"
         service = await self._service(runtime)
         outcome = await service.asave_turn(
             user,
@@ -387,6 +389,14 @@ class MemoryNodes:
         if update.get("messages") or notes:
             update["messages"] = [*update.get("messages", []), *notes]
         return update
+
+
+def _lang(state: State, said: Sequence[BaseMessage]) -> Lang:
+    """Return the turn's language: load_memory's, else that of the latest message."""
+    lang = state.get("lang")
+    if lang in ("zh", "en"):
+        return "zh" if lang == "zh" else "en"
+    return language_of(text_of(said[-1])) if said else "en"
 
 
 def _thread_id() -> str:

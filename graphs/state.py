@@ -32,6 +32,9 @@ class State(InputState, total=False):
     recalled: list[dict[str, Any]]
     """What load_memory recalled: id, kind, content, score."""
 
+    lang: str
+    """The turn's language (`zh` or `en`), decided once by load_memory from the message."""
+
     extraction: dict[str, Any]
     """What extract found in the latest exchange (the `Extraction` schema)."""
 

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from memory.language import HAN
 from memory.lexical import STOP_WORDS
 
 EntityKind = Literal["person", "place", "org", "thing"]
@@ -118,7 +119,7 @@ def _en_entities(text: str) -> list[Entity]:
 
 # --- Chinese -------------------------------------------------------------------------------
 
-_HAN = r"\u4e00-\u9fff"
+_HAN = HAN
 _ZH_ORG_RE = re.compile(
     rf"[{_HAN}A-Za-z]{{2,10}}?(?:公司|集团|大学|学院|中学|小学|医院|银行|研究所|研究院|"
     rf"事务所|工作室|俱乐部|协会|基金会|博物馆|图书馆|幼儿园|餐厅|酒店)"

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from memory.language import HAN, HAN_CHAR, has_han
 from memory.records import Kind, clean_text, kinds_help
 
 log = logging.getLogger(__name__)
@@ -155,7 +156,7 @@ _ZH_WH = (
     r"|如何|干嘛"
 )
 _ZH_WH_RE = re.compile(_ZH_WH)
-_ZH_A_NOT_A = r"([\u4e00-\u9fff]{1,2})[不没]\1"
+_ZH_A_NOT_A = f"([{HAN}]{{1,2}})[不没]\\1"
 _ZH_BREAK = r"[^，,。.!！?？；;]"
 _ZH_UNIVERSAL = re.compile(rf"(?:{_ZH_WH}|{_ZH_A_NOT_A}){_ZH_BREAK}{{0,4}}?[都也就]")
 _ZH_INDEFINITE = re.compile(
@@ -228,12 +229,12 @@ def _is_filler(sentence: str) -> bool:
     return len(re.findall(r"[A-Za-z0-9']+", sentence)) < 3
 
 
-_CJK = re.compile(r"[\u3400-\u9fff]")
+_CJK = HAN_CHAR
 
 
 def has_cjk(text: str) -> bool:
-    """Return True if the text contains Chinese characters."""
-    return bool(_CJK.search(text))
+    """Return True if the text contains Chinese characters (`memory.language.has_han`)."""
+    return has_han(text)
 
 
 def trim_phrase(value: str) -> str:

@@ -47,6 +47,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from memory.language import HAN
+
 __all__ = [
     "BM25_B",
     "BM25_K1",
@@ -78,9 +80,8 @@ ZH_STOP_CHARS = frozenset(
     "的了吗呢吧啊呀哦嘛么是在和与及也都就还又很把被给对于之其这那个些我你他她它们谁什哪怎"
 )
 
-_CJK_CLASS = (
-    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f]"
-)
+# Han (`memory.language.HAN`) plus kana and hangul: scripts written without spaces.
+_CJK_CLASS = f"[\u3040-\u30ff\uac00-\ud7af{HAN}]"
 # A CJK run, or a word run (letters/digits) whose possessive or contraction tail is skipped.
 _RUN_RE = re.compile(
     "(?P<cjk>" + _CJK_CLASS + "+)|(?P<word>(?:(?!" + _CJK_CLASS + r")[^\W_])+)"

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from memory.extraction import ForgetRequest
+from memory.language import HAN
 from memory.lexical import STOP_WORDS, tokenize
 from memory.phrases import Phrase, key_phrase, phrase_of, states
 from memory.privacy import redact
@@ -347,7 +348,7 @@ def is_clause(query: str) -> bool:
     """
     q = query.strip().removeprefix("that ").strip()
     return bool(re.match(r"(?i)^(?:I|I'm|I've|I'd|I was|I used to)\b", q)) or bool(
-        re.match(r"^我(?!的|们的)[\u4e00-\u9fff]", q)
+        re.match(f"^我(?!的|们的)[{HAN}]", q)
     )
 
 

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from memory.language import HAN, HAN_CHAR
 from memory.lexical import STOP_WORDS, stem, tokenize
 from memory.records import MemoryRecord, normalize_text
 
@@ -27,7 +28,7 @@ _FILLER = STOP_WORDS | frozenset(
     mention mentioned just now earlier before anymore more any bring brought up
     """.split()  # noqa: SIM905
 )
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_CJK = HAN_CHAR
 # Leading words of a Chinese phrase that name the speaker or a relation, not content.
 _ZH_HEAD = re.compile(r"^(?:关于|有关|我的|我们的|用户的|我们|用户|我|的)+")
 _ZH_TAIL = re.compile(
@@ -85,9 +86,7 @@ def phrase_of(text: str, *, clause: bool = False, request: bool = False) -> Phra
         stem(w) for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold()) if w not in filler
     )
     core = _zh_clause if clause else _zh_core
-    zh = tuple(
-        dict.fromkeys(c for run in re.findall(r"[\u3400-\u9fff]+", folded) if (c := core(run)))
-    )
+    zh = tuple(dict.fromkeys(c for run in re.findall(f"[{HAN}]+", folded) if (c := core(run))))
     names = frozenset(
         w
         for w in re.findall(r"(?<![\w'])[A-Z][a-z]+(?![\w'])", folded if request else "")

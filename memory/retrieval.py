@@ -58,6 +58,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
+from memory.language import language_of
 from memory.lexical import STOP_WORDS, tokenize
 from memory.records import HALF_LIFE_DAYS
 from memory.timeparse import EN_MONTHS, EN_WEEKDAYS, TimeWindow, find_window
@@ -149,10 +150,8 @@ def relevance_floor(embedder: str | None) -> float:
 
 
 def is_chinese(text: str) -> bool:
-    """Return True if a query is Chinese: it has more CJK characters than Latin letters."""
-    cjk = sum(1 for ch in text if "\u3400" <= ch <= "\u9fff")
-    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return cjk > 0 and cjk >= latin / 3
+    """Return True if a query is Chinese (`memory.language.language_of`)."""
+    return language_of(text) == "zh"
 
 
 def tuned(config: RankConfig, query: str) -> Tuned:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.language import HAN
 from memory.records import UserId, stable_id
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
 # A Chinese comma separates clauses; an enumeration comma (、) does not.
-_ZH_CLAUSE = re.compile(r"(?<=[\u4e00-\u9fff\w])[，,](?=[\u4e00-\u9fff])")
+_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w])[，,](?=[{HAN}])")
 _EN_CLAUSE = re.compile(
     r",?\s+(?:and|but|while|whereas)\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b)"
     r"|,\s+(?=(?:I|I'm|I've|my)\s)",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,6 +21,9 @@ from memory.progress import Progress, stage
 from memory.reads import StoreReader
 from memory.records import UserId, thread_owners_namespace, threads_namespace, utcnow
 
+CLAIM_MEMO_S = 10.0
+"""How long a claim this process checked is taken as still true (one turn's length)."""
+CLAIM_MEMO_SIZE = 10_000
 CLAIM_KEY = "\x00thread-claims"
 """The lock key of thread claims: no user label can be it (labels are checked, never empty)."""
 
@@ -45,6 +49,10 @@ class ThreadRegistry:
         self.reader = reader
         self._locks = UserLocks.of(store)
         self._lock_file = os.path.join(lock_dir, ".thread-claims.lock") if lock_dir else None
+        # Claims this process made or checked in the last moments: one turn checks its
+        # thread once (the runner before the graph, the graph's nodes after) without
+        # reading the owner again. Short-lived, so another process's delete is seen soon.
+        self._seen: dict[str, tuple[str, float]] = {}
 
     def claim(self, user_id: UserId, thread_id: str) -> bool:
         """Claim a thread for a user, atomically: the first user of a thread owns it.
@@ -60,6 +68,9 @@ class ThreadRegistry:
         Raises:
             ThreadNotYours: If another user owns the thread.
         """
+        seen = self._seen.get(thread_id)
+        if seen is not None and seen[0] == user_id and time.monotonic() - seen[1] < CLAIM_MEMO_S:
+            return False
         with self._locks.hold(CLAIM_KEY), self._file_lock():
             owner = self.owner(thread_id)
             if owner is not None and owner != user_id:
@@ -67,7 +78,10 @@ class ThreadRegistry:
                     f"thread {thread_id!r} belongs to another user: start a new thread "
                     "(the thread id is not yours to continue)"
                 )
+            if len(self._seen) > CLAIM_MEMO_SIZE:
+                self._seen.clear()
             if owner is not None:
+                self._seen[thread_id] = (user_id, time.monotonic())
                 return False
             at = utcnow().isoformat()
             self.store.batch(
@@ -78,6 +92,7 @@ class ThreadRegistry:
                     ),
                 ]
             )
+            self._seen[thread_id] = (user_id, time.monotonic())
             return True
 
     def remember(self, user_id: UserId, thread_id: str) -> None:
@@ -116,6 +131,7 @@ class ThreadRegistry:
             checkpointer: If given, the threads' checkpoints are deleted from it too.
             progress: Told the stage ``deleting threads`` (threads).
         """
+        self._seen = {t: seen for t, seen in self._seen.items() if seen[0] != user_id}
         listed = self.reader.items(threads_namespace(user_id))
         # Only the threads this user opened: a listing must never reach another's thread.
         owned = [i for i in listed if self.owner(i.key) in (user_id, None)]

@@ -52,6 +52,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memory.language import HAN
+
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
@@ -115,7 +117,7 @@ _SPACE_RUN = 0.7
 _NEWLINE = 1.2
 _OTHER_BYTE = 0.3
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+_HAN = HAN
 _KANA_RANGE = "\u3040-\u30ff\u31f0-\u31ff"
 _HANGUL_RANGE = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
 _CJK_PUNCT_RANGE = "\u3000-\u303f\uff00-\uffef\u2010-\u206f"

@@ -176,8 +176,10 @@ def describe(change: Change) -> str:
     if change.action == "unmatched":
         return "unmatched: nothing remembered matches the forget request"
     if change.action in ("withheld", "forgotten", "refused"):
-        kind = f"[{r.kind}]" if change.action == "withheld" else f"[{r.kind} {r.subject}]"
-        note = f" ({change.note})" if change.action == "withheld" and change.note else ""
+        # A subject often names the value (`likes.chess`): only its family is shown.
+        family = r.subject.split(".", 1)[0]
+        kind = f"[{r.kind}]" if change.action == "withheld" else f"[{r.kind} {family}]"
+        note = f" ({change.note})" if change.action != "forgotten" and change.note else ""
         return f"{change.action}: {kind}{note}"
     return change.describe()
 

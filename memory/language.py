@@ -1,0 +1,33 @@
+"""Which language a text is in: the one place that says what counts as Chinese.
+
+Memory works in Chinese and in English. A turn's language (its notices, its prompt, its
+markers) is decided once, by `language_of` on the user's message; `has_han` only says whether
+a text holds Chinese characters at all (for tokenizing and matching words).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
+"""Han characters: the CJK unified ideographs, their extensions and compatibility forms."""
+HAN_CHAR = re.compile(f"[{HAN}]")
+Lang = Literal["zh", "en"]
+
+
+def has_han(text: str) -> bool:
+    """Return True if the text contains a Chinese character."""
+    return bool(HAN_CHAR.search(text))
+
+
+def language_of(text: str) -> Lang:
+    """Return the language a message is written in: `zh` or `en`.
+
+    Chinese when it has Chinese characters and they are not swamped by Latin letters (a
+    Chinese character carries about as much as three letters): "Remind me where I bought
+    the 寿司 last week" is English, "帮我查一下 Python 的版本" Chinese.
+    """
+    han = len(HAN_CHAR.findall(text))
+    latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return "zh" if han > 0 and han >= latin / 3 else "en"
