@@ -9,12 +9,26 @@ redacted. Rewritten messages keep their ids, so the checkpointer overwrites them
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeGuard
 
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
 
+from graphs.tools import SEARCH_MEMORY
 from memory.summary import ThreadSummary
 from memory.turn import ThreadCuts
+
+SEARCH_EXPIRED = (
+    "[a memory search of an earlier turn: search again if needed]",
+    "［之前一轮的记忆检索结果，需要时请重新检索］",
+)
 
 ADMITTED = "memory_user"
 """Key of `additional_kwargs` on a user message that load_memory admitted: the user whose
@@ -120,3 +134,22 @@ def _message(m: AnyMessage, cuts: ThreadCuts, zh: bool, *, screen: bool) -> AnyM
     if isinstance(m, ToolMessage | HumanMessage | AIMessage):
         return m.model_copy(update=update)
     return None
+
+
+def expired_searches(messages: Sequence[BaseMessage], zh: bool) -> list[ToolMessage]:
+    """Return the earlier turns' `SearchMemory` results replaced by a marker.
+
+    Search results live for one turn, like the memory block: by the next one a forget, a
+    supersede or another agent's private note may have made them wrong. They keep their
+    ids, so the checkpointer overwrites them; the model can search again.
+    """
+    return [
+        m.model_copy(update={"content": SEARCH_EXPIRED[zh]})
+        for m in messages
+        if is_search_result(m) and m.content not in SEARCH_EXPIRED
+    ]
+
+
+def is_search_result(m: BaseMessage) -> TypeGuard[ToolMessage]:
+    """A `SearchMemory` result kept in the thread (with an id, so it can be rewritten)."""
+    return isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and bool(m.id)

@@ -22,10 +22,10 @@ RELATED_MEMORIES = 10
 
 
 def related(found: Sequence[Recalled]) -> list[dict[str, Any]]:
-    """Return recalled memories as the extraction prompt lists them."""
+    """Return recalled memories as the state's `recalled` holds them (and the prompt lists)."""
     return [
         {"id": r.record.id, "kind": r.record.kind, "subject": r.record.subject,
-         "content": r.record.content}
+         "content": r.record.content, "score": round(r.score, 4), "why": r.why}
         for r in found
     ]  # fmt: skip
 

@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeGuard
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.constants import TAG_NOSTREAM
@@ -23,8 +23,11 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.runtime import Runtime
 
 import prompts
+from graphs.background import schedule_flush
 from graphs.context import Context, user_of
-from graphs.copies import admit, admitted, rewrite, strangers
+from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, rewrite, strangers
+
+__all__ = ["SEARCH_EXPIRED", "AgentDeps", "MemoryNodes"]
 from graphs.extract import EXTRACTION_SCHEMA, RELATED_MEMORIES, extraction_messages, parsed, related
 from graphs.messages import (
     InvalidMessage,
@@ -42,13 +45,14 @@ from graphs.tools import (
     SEARCH_MEMORY,
     TOOLS,
     render_results,
-    render_working_memory,
     search_memory_tool,
+    with_tools,
 )
 from graphs.window import (
     ANSWER_RESERVE_TOKENS,
     ContextOverflow,
     build_window,
+    system_message,
     tokens,
 )
 from memory.backends import ensure_postgres_indexes
@@ -58,8 +62,6 @@ from memory.index import ChromaIndex
 from memory.language import Lang, language_of
 from memory.records import utcnow
 from memory.service import MemoryService
-from memory.summary import ThreadSummary
-from memory.summary import render as render_summary
 from memory.turn import Said
 
 log = logging.getLogger(__name__)
@@ -69,10 +71,6 @@ for _name in ("system", "search_hint", "extract", "summary"):
     for _code in prompts.LANGS:
         prompts.load(_name, _code)
 QUERY_CONTEXT_MESSAGES = 2
-SEARCH_EXPIRED = (
-    "[a memory search of an earlier turn: search again if needed]",
-    "［之前一轮的记忆检索结果，需要时请重新检索］",
-)
 
 
 @dataclass(frozen=True)
@@ -165,25 +163,13 @@ class MemoryNodes:
         recalled = turn.recalled
         lang = language_of(text_of(latest))  # the turn's language, decided once
         return {
-            # Search results live for one turn, like the memory block: by the next one a
-            # forget, a supersede or another agent's private note may have made them wrong.
             "messages": [
                 *strangers(messages, latest, user, turn.new_thread),
-                *_expired_searches(messages, lang == "zh"),
+                *expired_searches(messages, lang == "zh"),
                 admit(latest, user),
             ],
             "memory_block": format_block([r.record for r in recalled]),
-            "recalled": [
-                {
-                    "id": r.record.id,
-                    "kind": r.record.kind,
-                    "subject": r.record.subject,
-                    "content": r.record.content,
-                    "score": round(r.score, 4),
-                    "why": r.why,
-                }
-                for r in recalled
-            ],
+            "recalled": related(recalled),
             "turn_time": now.isoformat(),
             "lang": lang,
         }
@@ -198,24 +184,6 @@ class MemoryNodes:
         recalled = await service.asearch(user, query, k, now=_turn_time(runtime.state))
         return render_results([r.record for r in recalled])
 
-    def _system(self, state: State, lang: str, working: dict[str, Any] | None) -> SystemMessage:
-        zh = lang == "zh"
-        block = state.get("memory_block") or ("（无）" if zh else "(nothing yet)")
-        parts = [render_working_memory(working, zh)]
-        if state.get("summary"):
-            summary = ThreadSummary.model_validate(state["summary"])
-            parts.insert(0, render_summary(summary, state.get("summary_count", 0), zh))
-        return SystemMessage(
-            prompts.render(
-                "system",
-                lang,
-                now=_turn_time(state).isoformat(),
-                memory_block=block,
-                search_hint=prompts.load("search_hint", lang).strip() if self._searches else "",
-                short_term="\n\n".join(p for p in parts if p),
-            )
-        )
-
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Answer from the memory block, the rolling summary, working memory and the thread.
 
@@ -226,7 +194,9 @@ class MemoryNodes:
         humans = user_messages(messages)
         lang = _lang(state, humans)
         skip = summarized_ids(messages, state.get("summary_through"))
-        system = self._system(state, lang, state.get("working"))
+        system = system_message(
+            state, lang, _turn_time(state).isoformat(), search_hint=self._searches
+        )
         budget = self.deps.settings.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
         if budget <= 0:
             raise ContextOverflow(
@@ -236,7 +206,7 @@ class MemoryNodes:
         window = build_window(messages, skip, budget)
         model = await self._model(runtime)
         rounds = tool_rounds(messages)
-        runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.tools)
+        runnable = model if rounds >= MAX_TOOL_ROUNDS else with_tools(model, self.tools)
         reply = await runnable.ainvoke([system, *window])
         if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
             # Asked without tools and calling one anyway: keep its words, drop the call.
@@ -261,30 +231,8 @@ class MemoryNodes:
         return "extract" if state.get("flush") else "load_memory"
 
     async def schedule(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Background mode under a LangGraph server: have the server extract later.
-
-        One delayed run per turn (`after_seconds`, queued behind this one) starts the
-        graph with `{"flush": True}`: it extracts every user message not yet extracted,
-        so the runs of a burst after the first find nothing left and end at once. The
-        server keeps the queued run, so a restart loses nothing; and whatever a run
-        missed, the next flush picks up (`extracted_through`). In process there is no
-        server: `agent.runner` debounces the flush itself, and this node does nothing.
-        """
-        config = get_config()
-        graph_id = (config.get("metadata") or {}).get("graph_id")
-        thread_id = _thread_id()
-        if not graph_id or not thread_id:
-            return {}
-        from langgraph_sdk import get_client
-
-        await get_client().runs.create(
-            thread_id,
-            graph_id,
-            input={"flush": True},
-            context={"user_id": user_of(runtime.context)},
-            multitask_strategy="enqueue",
-            after_seconds=max(1, round(self.deps.settings.extract_delay)),
-        )
+        """Background mode: have a LangGraph server extract later (`graphs.background`)."""
+        await schedule_flush(user_of(runtime.context), self.deps.settings.extract_delay)
         return {}
 
     async def summarize(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -401,28 +349,3 @@ def _lang(state: State, said: Sequence[BaseMessage]) -> Lang:
 
 def _thread_id() -> str:
     return str(get_config().get("configurable", {}).get("thread_id") or "")
-
-
-def _expired_searches(messages: Sequence[BaseMessage], zh: bool) -> list[ToolMessage]:
-    """Return the earlier turns' `SearchMemory` results replaced by a marker.
-
-    They keep their ids, so the checkpointer overwrites them; the model can search again.
-    """
-    marker = SEARCH_EXPIRED[zh]
-    return [
-        m.model_copy(update={"content": marker})
-        for m in messages
-        if _is_search_result(m) and m.content not in SEARCH_EXPIRED
-    ]
-
-
-def _is_search_result(m: BaseMessage) -> TypeGuard[ToolMessage]:
-    """A `SearchMemory` result kept in the thread (with an id, so it can be rewritten)."""
-    return isinstance(m, ToolMessage) and m.name == SEARCH_MEMORY and bool(m.id)
-
-
-def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
-    try:
-        return model.bind_tools(list(tools))
-    except NotImplementedError:
-        return model  # a model without tool calling still answers

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool, tool
 from langgraph.prebuilt import InjectedState, ToolRuntime
@@ -159,3 +160,11 @@ def render_working_memory(working: dict[str, Any] | None, zh: bool = False) -> s
             # What the user said, quoted like the memory block: data, never markup.
             lines.append(f"- {zh_label if zh else en_label}: {quote(text)}")
     return "\n".join(lines)
+
+
+def with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
+    """Return the model bound to the tools; a model without tool calling still answers."""
+    try:
+        return model.bind_tools(list(tools))
+    except NotImplementedError:
+        return model

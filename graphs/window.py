@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
+import prompts
+from graphs.state import State
+from graphs.tools import render_working_memory
+from memory.summary import ThreadSummary
+from memory.summary import render as render_summary
 from memory.tokens import count_message_tokens
 
 ANSWER_RESERVE_TOKENS = 1024
@@ -116,3 +128,30 @@ def message_room(context_tokens: int, prompt_reserve: int = 0) -> int:
             `SYSTEM_PROMPT_RESERVE_TOKENS`, so the default limit fits a full memory block.
     """
     return context_tokens - ANSWER_RESERVE_TOKENS - prompt_reserve
+
+
+def system_message(state: State, lang: str, now: str, *, search_hint: bool) -> SystemMessage:
+    """Return the chat node's system prompt: memory block, summary and working memory.
+
+    Args:
+        state: The thread's state (memory block, summary, working memory).
+        lang: `zh` or `en`: which prompt, and the labels of the short-term parts.
+        now: The turn's time, ISO.
+        search_hint: Tell the model when to call `SearchMemory` (it has the tool).
+    """
+    zh = lang == "zh"
+    block = state.get("memory_block") or ("（无）" if zh else "(nothing yet)")
+    parts = [render_working_memory(state.get("working"), zh)]
+    if state.get("summary"):
+        summary = ThreadSummary.model_validate(state["summary"])
+        parts.insert(0, render_summary(summary, state.get("summary_count", 0), zh))
+    return SystemMessage(
+        prompts.render(
+            "system",
+            lang,
+            now=now,
+            memory_block=block,
+            search_hint=prompts.load("search_hint", lang).strip() if search_hint else "",
+            short_term="\n\n".join(p for p in parts if p),
+        )
+    )
