@@ -105,9 +105,11 @@ def _own(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] |
     if ctx.action == "create_run":
         _refuse_other_user(value, who)
     if ctx.action in {"create", "create_run", "update"}:
-        # Set, not merged: a caller may neither create a thread for someone else nor
-        # hand one over by updating its metadata.
-        value["metadata"] = {**(value.get("metadata") or {}), OWNER: who}
+        # Overwritten: a caller may neither create a thread for someone else nor hand one
+        # over by updating its metadata. In place: the server keeps its own reference.
+        if value.get("metadata") is None:
+            value["metadata"] = {}
+        value["metadata"][OWNER] = who
     return {OWNER: who}
 
 
