@@ -19,7 +19,7 @@ from starlette.routing import Route
 from agent.mcp.auth import Identity
 from memory.access import AccessDenied
 from memory.recall import Recalled
-from memory.records import MemoryRecord
+from memory.records import MemoryRecord, is_raw_turn
 from memory.service import MemoryNotFound, MemoryService
 
 MAX_SEARCH_K = 50
@@ -156,6 +156,8 @@ class InspectorApi:
         old = await service.aget(who.user, request.path_params["memory_id"])
         if old.status != "active":
             raise Refused(409, f"this memory is {old.status}: only an active one can be corrected")
+        if is_raw_turn(old):
+            raise Refused(400, "a raw turn is kept word for word: forget or delete it instead")
         when = old.valid_from.date().isoformat() if old.kind == "event" and old.valid_from else None
         changes = await service.aadd(
             who.user, content.strip(), kind=old.kind, subject=old.subject, event_date=when

@@ -70,11 +70,12 @@ function memoryItem(rec, extra) {
   if (extra) item.append(extra);
   const actions = el("div", { class: "actions" });
   actions.append(el("button", { type: "button", class: "show", textContent: "Details", onclick: () => showDetail(rec.id) }));
+  if (rec.status === "active" && rec.kind !== "episode") {
+    // A raw turn is kept word for word: it can be forgotten or deleted, not corrected.
+    actions.append(el("button", { type: "button", class: "edit", textContent: "Edit", onclick: () => startEdit(item, rec) }));
+  }
   if (rec.status === "active") {
-    actions.append(
-      el("button", { type: "button", class: "edit", textContent: "Edit", onclick: () => startEdit(item, rec) }),
-      el("button", { type: "button", class: "forget", textContent: "Forget", onclick: () => forget(rec, false) }),
-    );
+    actions.append(el("button", { type: "button", class: "forget", textContent: "Forget", onclick: () => forget(rec, false) }));
   }
   actions.append(el("button", { type: "button", class: "delete danger", textContent: "Delete for good", onclick: () => forget(rec, true) }));
   item.append(actions);
