@@ -42,6 +42,9 @@ ANONYMOUS: Auth.types.MinimalUserDict = {
 WRITES = frozenset({"create", "create_run", "update", "delete", "put"})
 
 auth = Auth()
+# Read the token file now: a missing or broken one stops the server at start with its error,
+# rather than failing every request.
+server_tokens()
 
 
 @auth.authenticate

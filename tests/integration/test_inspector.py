@@ -108,9 +108,12 @@ class Page:
         self.shots = shots
 
     def wait(self, predicate: Any, what: str) -> Any:
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, WAIT).until(lambda d: predicate(), message=what)
+        # The list is re-rendered when data arrives: an element read mid-render is retried.
+        wait = WebDriverWait(self.driver, WAIT, ignored_exceptions=[StaleElementReferenceException])
+        return wait.until(lambda d: predicate(), message=what)
 
     def by_id(self, element_id: str) -> Any:
         from selenium.webdriver.common.by import By

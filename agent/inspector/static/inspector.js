@@ -46,6 +46,7 @@ async function api(path, options = {}) {
 function refused(error) {
   if (error instanceof Refusal && error.status === 401) {
     $("token-form").hidden = false;
+    $("token-clear").hidden = true;
     $("app").hidden = true;
     say("Sign in: " + error.message);
   } else if (error instanceof Refusal && error.status === 403 && $("app").hidden) {
@@ -196,7 +197,8 @@ async function start() {
     const me = await (await api("me")).json();
     $("whoami").textContent = "memories of " + me.user + (me.read_only ? " (read-only)" : "");
     $("app").hidden = false;
-    $("token-form").hidden = !sessionStorage.getItem(TOKEN_KEY);
+    $("token-form").hidden = true;
+    $("token-clear").hidden = !sessionStorage.getItem(TOKEN_KEY);
     say("");
     await load();
   } catch (error) { refused(error); }

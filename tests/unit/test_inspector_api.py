@@ -1,6 +1,6 @@
 """The inspector's API, its command's flags and the server's custom auth, in process.
 
-The browser tests (tests/integration/test_inspector.py) drive the page; these check each
+The browser tests (`tests/integration/test_inspector.py`) drive the page; these check each
 refusal and rule of the API and auth handlers directly, over a real in-memory store.
 """
 
