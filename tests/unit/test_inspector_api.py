@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -329,3 +330,16 @@ def test_user_of_prefers_the_authenticated_identity() -> None:
     assert graph.invoke({"who": ""}, config)["who"] == "bob"
     assert graph.invoke({"who": ""})["who"] == "bob"
     assert user_of({"user_id": "carol"}) == "carol"  # outside a run
+
+
+def test_langgraph_json_and_the_dockerfile_serve_the_auth_and_the_inspector() -> None:
+    root = Path(__file__).resolve().parents[2]
+    config = json.loads((root / "langgraph.json").read_text(encoding="utf-8"))
+    dockerfile = (root / "Dockerfile").read_text(encoding="utf-8")
+    for key, env in (("auth", "LANGGRAPH_AUTH"), ("http", "LANGGRAPH_HTTP")):
+        found = re.search(rf"ENV {env}='(.+)'", dockerfile)
+        assert found, f"the Dockerfile sets no {env}"
+        expected = json.loads(json.dumps(config[key]).replace('"./', '"/deps/main/'))
+        assert json.loads(found.group(1)) == expected
+        target = next(v for k, v in config[key].items() if k in {"path", "app"})
+        assert (root / target.split(":")[0]).is_file()
