@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
-import sys
+import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -109,26 +109,40 @@ async def serve(config: InspectConfig, settings: Settings) -> None:
         whose = (
             f"for {config.identity.user}" if config.identity else f"({len(tokens or ())} tokens)"
         )
+        listener = listen(config.host, config.port)
         url = f"http://{config.host}:{config.port}{PREFIX}/"
         print(f"memory inspector {whose} on {url}; {settings.backend.describe()}", flush=True)
-        uv = uvicorn.Server(
-            uvicorn.Config(app, host=config.host, port=config.port, log_level="warning")
-        )
-        await uv.serve()
+        uv = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        await uv.serve(sockets=[listener])
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the listening socket first, so a port in use is a clear error, not uvicorn's exit.
+
+    Raises:
+        ConfigError: If the address cannot be bound (in use, or not an address here).
+
+    """
+    from agent.mcp.auth import ConfigError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.listen(128)
+    return sock
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Run `memory-agent inspect` with what `agent/cli.py` parsed; returns the exit code.
 
     Raises:
-        ConfigError: On unusable flags or token file.
+        ConfigError: On unusable flags or token file, or an address it cannot listen on.
 
     """
-    config = resolve(args, settings)
-    try:
-        asyncio.run(serve(config, settings))
-    except OSError as exc:
-        # A port in use is the person's to fix, not a traceback.
-        print(f"error: cannot listen on {config.host}:{config.port}: {exc}", file=sys.stderr)
-        return 2
+    asyncio.run(serve(resolve(args, settings), settings))
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -244,6 +245,20 @@ def test_the_cli_says_error_and_exits_2(capsys: pytest.CaptureFixture[str]) -> N
     assert err.startswith("error: ") and "--tokens FILE" in err
     assert main(["inspect", "--user", "al ice"]) == 2
     assert "error: " in capsys.readouterr().err
+
+
+def test_a_port_in_use_is_an_error_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MEMORY_AGENT_HOME", str(tmp_path))
+    monkeypatch.delenv("CHROMA_PATH", raising=False)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert main(["inspect", "--user", "alice", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}"), err
 
 
 # --- the server's custom auth ----------------------------------------------------------------
