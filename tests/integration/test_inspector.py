@@ -44,6 +44,8 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,900",
 )
 WAIT = 20.0
+MARKUP = "User's motto: <b>carpe</b> <img src=x onerror=alert(1)> diem."
+"""A memory that looks like markup: the page must show it as text, never run it."""
 
 
 def _find(names: tuple[str, ...]) -> str | None:
@@ -330,6 +332,7 @@ def _seed_home(home: Path) -> None:
         service.add("alice", "User lives in Berlin.", subject="home.city", source=source)
         service.add("alice", "User likes green tea.", kind="preference", subject="drink.tea")
         service.add("bob", "User lives in Madrid.", subject="home.city")
+        service.add("alice", MARKUP, subject="motto")
 
 
 @pytest.fixture(scope="module")
@@ -362,6 +365,11 @@ def test_the_inspector_standalone(
         run_scenario(
             page, f"{url}/inspector/api", tmp_path / "downloads", thread_of_berlin="thread-berlin"
         )
+        # What looks like markup is shown as text: no element made, no script run.
+        browser.refresh()  # still signed in: the token is kept for the tab's session
+        page.wait(lambda: any("carpe" in t for t in page.listed()), "the motto listed")
+        assert MARKUP in page.listed()
+        assert not page.css("#list b, #list img")
     finally:
         server.stop()
     print(f"screenshots in {tmp_path}")
@@ -373,7 +381,7 @@ def test_one_user_standalone_serves_that_user_only(servers: Servers, seeded: Pat
     try:
         assert httpx.get(f"{base}/api/me", timeout=30).json()["user"] == "alice"
         mine = httpx.get(f"{base}/api/memories", timeout=30).json()["memories"]
-        assert {m["user_id"] for m in mine} == {"alice"} and len(mine) == 2
+        assert {m["user_id"] for m in mine} == {"alice"} and len(mine) == 3
         bobs = httpx.get(f"{base}/api/search?q=Madrid", timeout=30).json()["results"]
         assert not any("Madrid" in h["memory"]["content"] for h in bobs)
         refused = httpx.post(f"{base}/api/memories/{mine[0]['id']}/forget", json={}, timeout=30)

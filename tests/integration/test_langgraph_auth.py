@@ -151,6 +151,7 @@ async def test_alice_on_bobs_thread_is_refused_and_it_stays_unchanged(
         403,
         404,
     }
+    assert (await _status(alice.threads.delete(tid)))[0] == 404
     found = await alice.threads.search(limit=100)
     assert tid not in {t["thread_id"] for t in found}
     assert all(t["metadata"].get("owner") == "alice" for t in found), found
