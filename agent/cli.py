@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from agent import __version__
+from agent.inspector import command as inspect_command
 from graphs.messages import InvalidMessage, check_message
 from graphs.settings import Settings, open_service
 from memory.access import AccessDenied
@@ -132,6 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out", help="file to write (default: stdout)")
     delete = action("delete-user", "delete every memory and thread of the user")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    inspect_command.declare(sub)
     return p
 
 
@@ -444,6 +446,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from agent.mcp import run as run_mcp
 
             return run_mcp(args, settings)
+        if args.command == "inspect":
+            return inspect_command.run(args, settings)
         if args.command == "consolidate":
             return _consolidate(args, settings)
         if args.command == "reindex":

@@ -6,6 +6,8 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph.runtime import get_runtime
+
 from memory.records import InvalidUserId, UserId, check_user_id
 
 
@@ -41,13 +43,36 @@ class Context:
             self.user_id = check_user_id(self.user_id)
 
 
+def authenticated_user() -> str | None:
+    """Return whom the LangGraph server authenticated for the current run, if anyone.
+
+    The server hands the identity its custom auth returned (see `agent.serve.auth`) to the
+    run as `runtime.server_info.user`. Without auth it is absent, or empty and not
+    authenticated; outside a run there is none.
+    """
+    try:
+        info = get_runtime().server_info
+    except (RuntimeError, AttributeError):
+        return None
+    user = info.user if info is not None else None
+    if user is None or not getattr(user, "is_authenticated", False):
+        return None
+    return getattr(user, "identity", None) or None
+
+
 def user_of(context: Context | dict[str, Any] | None) -> UserId:
     """Return the validated user id of a run.
+
+    The authenticated identity wins when the server has one; otherwise the run context
+    names the user (`langgraph dev` without auth, apps calling the graph).
 
     Raises:
         InvalidUserId: If the run has no context or no valid `user_id` in it.
 
     """
+    authenticated = authenticated_user()
+    if authenticated is not None:
+        return check_user_id(authenticated)
     if context is None:
         raw = None
     elif isinstance(context, dict):

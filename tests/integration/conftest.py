@@ -88,18 +88,24 @@ class Servers:
         self.started.append(server)
         return port, server
 
-    def langgraph_dev(self, name: str, graph: str, **env: str) -> tuple[str, ServerProcess]:
+    def langgraph_dev(
+        self, name: str, graph: str, *, keys: Sequence[str] = (), **env: str
+    ) -> tuple[str, ServerProcess]:
         """Start `langgraph dev` serving one graph of the repo's `langgraph.json`.
 
         It runs from a scratch directory with a copy of that entry, which keeps
-        `.langgraph_api/` and memory files out of the repo.
+        `.langgraph_api/` and memory files out of the repo. `keys` ("auth", "http") are
+        copied from the repo's file too, their `./` paths made absolute.
         No `--allow-blocking`: blockbuster stays on, so a node that blocks the loop fails.
         """
         work = self.tmp / name
         work.mkdir()
-        target = json.loads((REPO / "langgraph.json").read_text())["graphs"][graph]
-        file, _, attr = target.partition(":")
+        repo_config = json.loads((REPO / "langgraph.json").read_text())
+        file, _, attr = repo_config["graphs"][graph].partition(":")
         config = {"dependencies": [str(REPO)], "graphs": {graph: f"{REPO / file}:{attr}"}}
+        for key in keys:
+            text = json.dumps(repo_config[key]).replace('"./', f'"{REPO}/')
+            config[key] = json.loads(text)
         (work / "langgraph.json").write_text(json.dumps(config))
         port = self.free_port()
         settings = {
