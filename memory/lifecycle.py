@@ -347,6 +347,8 @@ def is_clause(query: str) -> bool:
     "Mark", "my sister", 我的地址 name a topic, and everything about it goes.
     """
     q = query.strip().removeprefix("that ").strip()
+    if re.search(r"(?i)\b(?:where|what|which|who|when|how)\b|哪|什么|谁|多少|几", q):
+        return False  # "where I work", 我叫什么: a topic named by a question
     return bool(re.match(r"(?i)^(?:I|I'm|I've|I'd|I was|I used to)\b", q)) or bool(
         re.match(f"^我(?!的|们的)[{HAN}]", q)
     )

@@ -17,7 +17,7 @@ from memory.language import HAN, HAN_CHAR
 from memory.lexical import STOP_WORDS, stem, tokenize
 from memory.records import MemoryRecord, normalize_text
 
-__all__ = ["Phrase", "key_phrase", "phrase_of", "states"]
+__all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states"]
 
 # Words of a forget request that name no content: "forget EVERYTHING you KNOW about my X".
 _FILLER = STOP_WORDS | frozenset(
@@ -58,6 +58,8 @@ class Phrase:
     names: frozenset[str] = frozenset()
     """Words the user capitalised mid-sentence ("Mark", "Go"): names, which the same word
     in lower case ("I mark exams", "I go to Paris") is not."""
+    exact: bool = False
+    """`words` are words as said, not stems (a statement's, see `phrase_of`)."""
 
     def __bool__(self) -> bool:
         return bool(self.words or self.zh)
@@ -81,22 +83,50 @@ def phrase_of(text: str, *, clause: bool = False, request: bool = False) -> Phra
             capitalised there is a name, and only the capitalised word matches it.
     """
     folded = unicodedata.normalize("NFKC", text)
-    filler = STOP_WORDS if clause else _FILLER
+    # A statement's words keep their -ing: "running" is not "run" ("I run a bakery").
+    spell = _inflection if clause else stem
     words = frozenset(
-        stem(w) for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold()) if w not in filler
+        spell(w)
+        for w in re.findall(r"[^\W_]+", _CJK.sub(" ", folded).casefold())
+        if w not in _FILLER
     )
     core = _zh_clause if clause else _zh_core
     zh = tuple(dict.fromkeys(c for run in re.findall(f"[{HAN}]+", folded) if (c := core(run))))
     names = frozenset(
         w
         for w in re.findall(r"(?<![\w'])[A-Z][a-z]+(?![\w'])", folded if request else "")
-        if w not in _NOT_NAMES and w.casefold() not in filler
+        if w not in _NOT_NAMES and w.casefold() not in _FILLER
     )
-    return Phrase(words, zh, names)
+    return Phrase(words, zh, names, exact=clause)
+
+
+def _inflection(word: str) -> str:
+    """Return a word without its plural or third-person ending ("works" → "work").
+
+    -ing and -ed stay: they change what a word names ("running" is not "run").
+    """
+    if len(word) <= 3 or not word.isalpha():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "ches", "shes", "xes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
 
 
 def _zh_clause(run: str) -> str:
-    return _ZH_TAIL.sub("", re.sub(r"^(?:关于|有关|我们|我)+", "", run))
+    """Return what a Chinese statement says.
+
+    Its verb of place or being stays (住在北京 is not 在北京大学读书); a verb of liking goes
+    (我喜欢猫 names 猫).
+    """
+    core = _ZH_TAIL.sub("", _ZH_HEAD.sub("", run))
+    return _ZH_LIKING.sub("", core) or core
+
+
+_ZH_LIKING = re.compile(r"^(?:很|非常|特别|最|真的)*(?:喜欢|热爱|爱|讨厌|不喜欢)")
 
 
 # Capitalised for other reasons than being a name.
@@ -136,7 +166,9 @@ def states(text: str, phrase: Phrase) -> bool:
     if any(not re.search(rf"(?<![\w]){re.escape(n)}(?![a-z])", text) for n in phrase.names):
         return False
     if phrase.words:
-        have = {t for t in tokenize(text, stop_words=frozenset()) if not _CJK.match(t)}
+        terms = tokenize(text, stemming=not phrase.exact, stop_words=frozenset())
+        spell = _inflection if phrase.exact else (lambda t: t)
+        have = {spell(t) for t in terms if not _CJK.match(t)}
         if not phrase.words <= have:
             return False
     if phrase.zh:
@@ -167,3 +199,13 @@ def key_phrase(record: MemoryRecord) -> Phrase:
         if tail.isalpha() and re.search(rf"(?i)\b{re.escape(tail)}\b", record.content):
             return Phrase(frozenset({stem(tail.casefold())}), ())
     return phrase_of(record.content)
+
+
+def said_phrase(record: MemoryRecord, topic: bool) -> Phrase:
+    """Return what finds the other copies of a forgotten record.
+
+    For a topic forget ("forget about Beijing") that is what the record is about
+    (`key_phrase`: 北京, so 北京大学 goes too only if it says 北京 as a word); for a statement
+    forget ("forget that I live in Beijing") it is what the record says (住在北京).
+    """
+    return key_phrase(record) if topic else phrase_of(record.content, clause=True)

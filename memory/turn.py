@@ -20,7 +20,7 @@ from memory.access import describe_refused
 from memory.extraction import Extraction, asks_to_forget, is_question
 from memory.lexical import tokenize
 from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, is_deictic
-from memory.phrases import Phrase, key_phrase, states
+from memory.phrases import Phrase, said_phrase, states
 from memory.privacy import describe as describe_withheld
 from memory.privacy import find_sensitive, redact
 from memory.recall import Recalled
@@ -173,8 +173,6 @@ def link(extraction: Extraction, statements: Sequence[Statement]) -> list[str | 
 def describe(change: Change) -> str:
     """Return the `saved` line of a change: what happened, never a withheld or forgotten text."""
     r = change.record
-    if change.action == "unmatched":
-        return "unmatched: nothing remembered matches the forget request"
     if change.action in ("withheld", "forgotten", "refused"):
         # A subject often names the value (`likes.chess`): only its family is shown.
         family = r.subject.split(".", 1)[0]
@@ -192,7 +190,7 @@ def cuts_of(changes: Sequence[Change], extraction: Extraction, redact_thread: bo
     # What the forgotten memories are about reaches the thread only for a topic forget (see
     # `MemoryWriter.save`): "forget that I live in Beijing" must not cut 北京大学.
     topic = not asked or any(not is_clause(q.query) for q in asked)
-    phrases = [key_phrase(r) for r in forgotten if not is_raw_turn(r)] if topic else []
+    phrases = [said_phrase(r, topic) for r in forgotten if not is_raw_turn(r)]
     if forgotten:
         phrases += [forget_phrase(q)[0] for q in asked]
     withheld = any(c.action == "withheld" for c in changes)

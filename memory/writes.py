@@ -31,7 +31,7 @@ from memory.lifecycle import (
     negation_targets,
     reconcile,
 )
-from memory.phrases import Phrase, key_phrase, states
+from memory.phrases import Phrase, key_phrase, said_phrase, states
 from memory.privacy import find_sensitive, redact
 from memory.progress import Progress, stage
 from memory.reads import PAGE, StoreReader
@@ -207,8 +207,8 @@ class MemoryWriter:
             # A topic ("forget about Kyoto") reaches every statement that names what the
             # targets are about; a statement ("forget that I live in Beijing") reaches the
             # statements that say it, not every one that names Beijing.
-            topic = not is_deictic(req.query.strip(" .。!！")) and not is_clause(req.query)
-            phrases = [key_phrase(r) for r in targets if not is_raw_turn(r)] if topic else []
+            topic = not is_clause(req.query)
+            phrases = [said_phrase(r, topic) for r in targets if not is_raw_turn(r)]
             if not is_deictic(req.query.strip(" .。!！")):
                 phrases.append(forget_phrase(req)[0])
             # Raw turns that say it in so many words, though no extracted record links them.

@@ -62,7 +62,7 @@ async def test_threads_and_memories_survive_a_restart(
     assert not (tmp_path / "store.sqlite").exists()
     assert _count(pg_url, "select count(*) from checkpoints where thread_id = %s", thread_a) > 0
     stored = _count(pg_url, "select count(*) from store where prefix like %s", f"memories.{user}.%")
-    assert stored == 3  # two facts and the raw turn they came from
+    assert stored == 4  # two facts and the two statements they came from
 
     async with open_session(settings) as session:  # a new app object on the same database
         config = {"configurable": {"thread_id": thread_a}}
