@@ -1,7 +1,7 @@
-"""The four nodes of a turn: load_memory → chat → extract → save.
+"""The nodes of a turn: load_memory → chat → extract → save, thin over the memory API.
 
-Nodes are async and never block the event loop: store and Chroma calls run through the
-memory service's `a*` methods, which use worker threads.
+Each translates between graph state and `MemoryService.recall_turn` / `save_turn`; async,
+they never block the event loop (memory calls run in worker threads, the `a*` methods).
 """
 
 from __future__ import annotations
@@ -334,8 +334,7 @@ class MemoryNodes:
         update.update(rewrite(dict(state), outcome.cuts, start, zh))
         update["scrubbed"] = bool(update.get("messages"))
         notes = [AIMessage(n, name="memory") for n in outcome.notices]
-        if update.get("messages") or notes:
-            update["messages"] = [*update.get("messages", []), *notes]
+        update["messages"] = [*update.get("messages", []), *notes]  # [] changes nothing
         return update
 
 

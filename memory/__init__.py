@@ -20,6 +20,7 @@ from memory.backends import (
     Backends,
     BackendUnavailable,
     aopen_backends,
+    aprune_history,
     open_backends,
 )
 from memory.index import ChromaIndex, IndexUnavailable
@@ -29,6 +30,8 @@ from memory.recall import Recalled
 from memory.records import InvalidUserId, MemoryRecord, UserId, check_user_id
 from memory.retriever import MemoryRetriever
 from memory.service import MemoryService
+from memory.threads import ThreadNotYours
+from memory.turn import Said, ThreadCuts, TurnOutcome, TurnRecall
 
 __all__ = [
     "AccessDenied",
@@ -45,9 +48,15 @@ __all__ = [
     "MemoryService",
     "PolicyError",
     "Recalled",
+    "Said",
+    "ThreadCuts",
+    "ThreadNotYours",
+    "TurnOutcome",
+    "TurnRecall",
     "UserId",
     "WriterLockTimeout",
     "aopen_backends",
+    "aprune_history",
     "check_user_id",
     "open_backends",
 ]
