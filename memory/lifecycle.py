@@ -424,7 +424,7 @@ def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> s
         parts.append(
             f"（记忆：已忘记 {notes} 条记忆和 {said} 条原话。）"
             if zh
-            else f"(Memory: forgot {notes} memories and {said} messages that said them.)"
+            else f"(Memory: forgot {notes} memories and {said} statements that said them.)"
         )
     for words in missed:
         have = "；".join(remembered) if zh else "; ".join(remembered)
