@@ -41,6 +41,7 @@ from graphs.messages import (
     tool_rounds,
     user_messages,
 )
+from graphs.model_errors import model_call, no_answer
 from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.tools import (
@@ -258,7 +259,11 @@ class MemoryNodes:
         model = await self._model(runtime)
         rounds = tool_rounds(messages)
         runnable = model if rounds >= MAX_TOOL_ROUNDS else _with_tools(model, self.tools)
-        reply = await runnable.ainvoke([system, *window])
+        with model_call():  # a failure of the model or its server: one clear error
+            reply = await runnable.ainvoke([system, *window])
+        failed = no_answer(reply, tools_allowed=rounds < MAX_TOOL_ROUNDS)
+        if failed is not None:
+            raise failed
         if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
             # Asked without tools and calling one anyway: keep its words, drop the call.
             reply = AIMessage(reply.content, id=reply.id, name=reply.name)
