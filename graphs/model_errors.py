@@ -14,9 +14,10 @@ from typing import Any
 
 from langchain_core import exceptions as lc
 
-NO_COMPLETION = "No generations found in stream."
-"""What langchain-core raises when a streamed answer held no chunk (an answer that is not
-a chat completion stream, e.g. an HTML page or a JSON error body sent with status 200)."""
+CLIENT_MODULES = ("openai", "langchain_openai", "langchain_core.language_models", "httpx")
+"""Where a model client reads answers: a ValueError or TypeError raised there means the
+answer was not a chat completion (e.g. "No generations found in stream.", "Received
+response with null value for 'choices'"), not a bug of ours."""
 
 
 class ModelUnavailable(RuntimeError):
@@ -103,10 +104,10 @@ def explain(exc: BaseException) -> ModelUnavailable | None:
     elif isinstance(exc, lc.ModelError | lc.OutputParserException) or isinstance(status, int):
         code = f"{status}: " if isinstance(status, int) else ""
         text = f"{where} failed to answer ({code}{said}); try again"
-    elif (isinstance(exc, ValueError) and str(exc) == NO_COMPLETION) or _not_json(exc):
+    elif _not_json(exc) or _unreadable_answer(exc):
         text = (
-            f"{where} sent an answer that is not a chat completion; check that OPENAI_BASE_URL "
-            "points at an OpenAI-compatible API (it usually ends in /v1)"
+            f"{where} sent an answer that is not a chat completion ({str(exc)[:120]}); check "
+            "that OPENAI_BASE_URL points at an OpenAI-compatible API (it usually ends in /v1)"
         )
     else:
         text = None
@@ -117,6 +118,18 @@ def _not_json(exc: BaseException) -> bool:
     """Return True if the client failed to read the answer as JSON (a non-JSON body)."""
     name = type(exc).__name__
     return name in ("JSONDecodeError", "APIResponseValidationError")
+
+
+def _unreadable_answer(exc: BaseException) -> bool:
+    """Return True for a ValueError or TypeError raised inside a model client's code."""
+    if not isinstance(exc, ValueError | TypeError):
+        return False
+    tb = exc.__traceback__
+    module = ""
+    while tb is not None:  # the innermost frame: where it was raised
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        tb = tb.tb_next
+    return any(module == m or module.startswith(m + ".") for m in CLIENT_MODULES)
 
 
 @contextlib.contextmanager
