@@ -287,8 +287,11 @@ def _reading_service(settings: Settings) -> Iterator[MemoryService]:
             told = storage_fault(exc, settings.backend)
             if told is None:
                 raise
+            try:
+                store = stack.enter_context(open_store(settings.backend))
+            except Exception:
+                raise exc from None  # the store itself is broken: that is the error to tell
             print(f"warning: {told}; reading the store alone", file=sys.stderr)
-            store = stack.enter_context(open_store(settings.backend))
             service = open_service(settings, store, None)
         yield service
 

@@ -11,6 +11,7 @@ import errno
 import os
 import sqlite3
 
+from graphs.model_errors import raised_in
 from memory.backends import BackendConfig
 
 DISK_ERRNOS = {
@@ -25,6 +26,10 @@ DISK_ERRNOS = {
 
 DATABASE_FILES = ("store.sqlite", "checkpoints.sqlite", os.path.join("chroma", "chroma.sqlite3"))
 """The SQLite files of the embedded default, relative to the memory home."""
+
+
+DAMAGE_WORDS = ("not a database", "malformed", "corrupt")
+"""What SQLite says of a file that is damaged (not of one it merely cannot write)."""
 
 
 def damaged_files(config: BackendConfig) -> list[str]:
@@ -48,9 +53,32 @@ def damaged_files(config: BackendConfig) -> list[str]:
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             finally:
                 conn.close()
-        except sqlite3.DatabaseError:
-            bad.append(path)
+        except sqlite3.DatabaseError as exc:
+            # Only damage: a read-only disk or a lock is no fault of the file.
+            if any(word in str(exc).lower() for word in DAMAGE_WORDS):
+                bad.append(path)
     return bad
+
+
+def _disk_state(home: str) -> str | None:
+    """Say what is wrong with the file system of the home (read-only, full), if anything.
+
+    Asked of the file system itself: a library's error after such a fault does not always
+    say it (Chroma, opened again in one process after a failed open, fails on its own
+    half-built state instead).
+    """
+    path = os.path.abspath(home)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    try:
+        fs = os.statvfs(path)
+    except OSError:
+        return None
+    if fs.f_flag & os.ST_RDONLY:
+        return f"the memory home {home} is on a read-only file system; make it writable"
+    if fs.f_bavail == 0 and fs.f_blocks:
+        return DISK_ERRNOS[errno.ENOSPC]
+    return None
 
 
 def storage_fault(exc: BaseException, config: BackendConfig) -> str | None:
@@ -65,20 +93,17 @@ def storage_fault(exc: BaseException, config: BackendConfig) -> str | None:
         where = f" ({exc.filename})" if exc.filename else ""
         return f"{DISK_ERRNOS[exc.errno]}{where}"
     text = str(exc)
-    chroma = type(exc).__module__.startswith("chromadb")
+    chroma = type(exc).__module__.startswith("chromadb") or raised_in(exc, ("chromadb",))
     if not isinstance(exc, sqlite3.DatabaseError) and not chroma:
         return None
     lowered = text.lower()
-    if "disk is full" in lowered or "disk full" in lowered:
-        return f"{DISK_ERRNOS[errno.ENOSPC]} (under {config.home}: {text})"
-    if "readonly" in lowered or "read-only" in lowered:
-        return f"the memory home {config.home} is read-only ({text}); make it writable"
-    if "unable to open" in lowered:
-        return f"cannot open the databases under {config.home} ({text}); check that it exists"
-    if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
-        bad = damaged_files(config)
-        named = ", ".join(bad) if bad else f"a file under {config.home}"
-        index_only = bool(bad) and all(p.endswith("chroma.sqlite3") for p in bad)
+    disk = _disk_state(config.home)
+    if disk:
+        return f"{disk} (under {config.home}: {text})"
+    bad = damaged_files(config)
+    if bad:
+        named = ", ".join(bad)
+        index_only = all(p.endswith("chroma.sqlite3") for p in bad)
         hint = (
             "the memories themselves are in the store: move the Chroma directory away and "
             "run `memory-agent reindex` to rebuild it"
@@ -87,6 +112,14 @@ def storage_fault(exc: BaseException, config: BackendConfig) -> str | None:
             "still reads an intact store)"
         )
         return f"{named} is damaged ({text}); {hint}"
+    if "disk is full" in lowered or "disk full" in lowered:
+        return f"{DISK_ERRNOS[errno.ENOSPC]} (under {config.home}: {text})"
+    if "readonly" in lowered or "read-only" in lowered:
+        return f"the memory home {config.home} is read-only ({text}); make it writable"
+    if "unable to open" in lowered:
+        return f"cannot open the databases under {config.home} ({text}); check that it exists"
+    if any(word in lowered for word in DAMAGE_WORDS):
+        return f"a database file under {config.home} is damaged ({text})"
     if chroma:
         return f"the Chroma index cannot be used ({text}); `memory-agent reindex` rebuilds it"
     return f"the database under {config.home} failed ({text})"

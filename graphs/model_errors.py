@@ -120,16 +120,23 @@ def _not_json(exc: BaseException) -> bool:
     return name in ("JSONDecodeError", "APIResponseValidationError")
 
 
-def _unreadable_answer(exc: BaseException) -> bool:
-    """Return True for a ValueError or TypeError raised inside a model client's code."""
-    if not isinstance(exc, ValueError | TypeError):
-        return False
+def raised_in(exc: BaseException, packages: tuple[str, ...]) -> bool:
+    """Return True if `exc` was raised by code of one of `packages` (its innermost frame).
+
+    A library's own bugs and checks (a ValueError, an AttributeError) carry no type of the
+    library; where they were raised tells whose they are.
+    """
     tb = exc.__traceback__
     module = ""
-    while tb is not None:  # the innermost frame: where it was raised
+    while tb is not None:
         module = str(tb.tb_frame.f_globals.get("__name__", ""))
         tb = tb.tb_next
-    return any(module == m or module.startswith(m + ".") for m in CLIENT_MODULES)
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def _unreadable_answer(exc: BaseException) -> bool:
+    """Return True for a ValueError or TypeError raised inside a model client's code."""
+    return isinstance(exc, ValueError | TypeError) and raised_in(exc, CLIENT_MODULES)
 
 
 @contextlib.contextmanager
