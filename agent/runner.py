@@ -129,7 +129,7 @@ class Session:
         return TurnResult(
             reply=str(reply.content) if reply is not None else "",
             recalled=out.get("recalled", []),
-            extraction=extraction,
+            extraction=extraction or out.get("extraction", {}),
             saved=out.get("saved", []),
             first_token_s=first or time.perf_counter() - started,
             total_s=time.perf_counter() - started,
