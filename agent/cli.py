@@ -41,6 +41,7 @@ ENV_FILE = ".env"
 def user_errors() -> tuple[type[BaseException], ...]:
     """Return what a command may fail with that the user can act on (exit 2, one line)."""
     from graphs.messages import InvalidMessage
+    from graphs.model_errors import ModelUnavailable
     from memory.access import AccessDenied
     from memory.backends import BackendUnavailable
     from memory.index import IndexMismatch, IndexUnavailable
@@ -55,6 +56,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
         IndexUnavailable,
         IndexMismatch,
         MemoryNotFound,
+        ModelUnavailable,  # e.g. the demo on a model server that is down
         ValueError,
         FileNotFoundError,
     )

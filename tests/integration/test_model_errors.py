@@ -128,6 +128,9 @@ def test_a_refused_connection_is_named_with_its_address(capsys, monkeypatch) -> 
     assert f"cannot reach the model server at http://127.0.0.1:{port} (" in line
     assert "Connection refused" in line or "connect" in line.lower(), line
     assert "(no memories of alice yet)" in out  # the next line, /memories, still ran
+    code = main(["demo"])  # a command that is not the chat: one line, exit 2 too
+    assert code == 2
+    assert capsys.readouterr().err.startswith("error: the model could not answer: cannot reach")
 
 
 async def test_a_timeout_fails_the_turn_and_keeps_the_message(tmp_path: Path) -> None:
