@@ -35,7 +35,7 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 COMMANDS = ("demo", "chat", "setup", "mcp", "reindex", "consolidate", "memories")
 ENV_FILE = ".env"
 """Read from the current directory at start, as `langgraph dev` reads it (`langgraph.json`
-`"env"`); variables already set win."""
+`"env"`); variables already set win. `MEMORY_AGENT_DOTENV` names another file, or `off`."""
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -72,16 +72,20 @@ def turn_errors() -> tuple[type[BaseException], ...]:
     return (*user_errors(), WriterLockTimeout)
 
 
-def load_env_file(path: str = ENV_FILE) -> list[str]:
+def load_env_file(path: str | None = None) -> list[str]:
     """Set the variables of a `.env` file that are not set yet (as `langgraph dev` does).
 
     Read with python-dotenv, the parser `langgraph dev` uses, so one file configures both.
+
+    Args:
+        path: The file; default `$MEMORY_AGENT_DOTENV`, else `.env` (`off`: none).
 
     Returns:
         The names it set.
 
     """
-    if not os.path.isfile(path):
+    path = path or os.environ.get("MEMORY_AGENT_DOTENV") or ENV_FILE
+    if path.strip().lower() in ("off", "0", "false", "no") or not os.path.isfile(path):
         return []
     from dotenv import dotenv_values
 

@@ -272,9 +272,16 @@ def test_the_cli_reads_dot_env_without_overriding_the_environment(
         encoding="utf-8",
     )
     monkeypatch.chdir(project)
+    monkeypatch.delenv("MEMORY_AGENT_DOTENV")  # tests turn .env off; this one reads it
     monkeypatch.setenv("MEMORY_AGENT_ID", "placeholder")
     monkeypatch.delenv("MEMORY_AGENT_ID")  # unset now, restored as unset after the test
     code, out, _ = cli(capsys, "memories", "add", "--user", "alice", "User likes tea.", "--json")
     assert code == 0
     assert json.loads(out)[0]["record"]["agent_id"] == "from-dotenv"
     assert not (tmp_path / "not-this-home").exists()  # MEMORY_AGENT_HOME was set: it wins
+    # Turned off, or pointed at another file, it is not read.
+    monkeypatch.delenv("MEMORY_AGENT_ID")
+    for off in ("off", str(tmp_path / "missing.env")):
+        monkeypatch.setenv("MEMORY_AGENT_DOTENV", off)
+        code, out, _ = cli(capsys, "memories", "add", "--user", "bob", "User likes tea.", "--json")
+        assert json.loads(out)[0]["record"]["agent_id"] == "memory-agent"
