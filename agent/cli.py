@@ -14,67 +14,177 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from datetime import date
+from typing import TYPE_CHECKING, Any
 
 from agent import __version__
-from agent.inspector import command as inspect_command
-from graphs.messages import InvalidMessage, check_message
-from graphs.settings import Settings, open_service
-from memory.access import AccessDenied
-from memory.backends import Backends, BackendUnavailable, open_backends
-from memory.index import IndexMismatch, IndexUnavailable
-from memory.locks import WriterLockTimeout
-from memory.progress import Progress, prefixed
-from memory.records import (
-    STATED_KINDS,
-    InvalidUserId,
-    MemoryRecord,
-    check_user_id,
-    kinds_help,
-)
-from memory.service import ConsolidationReport, MemoryNotFound, MemoryService
+
+if TYPE_CHECKING:
+    from graphs.settings import Settings
+    from memory.backends import Backends
+    from memory.progress import Progress
+    from memory.records import MemoryRecord
+    from memory.service import MemoryService
+
+# Everything else is imported where a command needs it: `memory-agent --help` must not pay
+# for the graph, the store and Chroma.
 
 # The CLI must never phone home: Chroma telemetry and LangSmith tracing stay off.
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-USER_ERRORS = (
-    AccessDenied,
-    InvalidUserId,
-    InvalidMessage,
-    BackendUnavailable,
-    IndexUnavailable,
-    IndexMismatch,
-    MemoryNotFound,
-    ValueError,
-    FileNotFoundError,
-)
-TURN_ERRORS = (*USER_ERRORS, WriterLockTimeout)
-"""What a chat turn may fail with that the user can act on; the chat goes on after it
-(ContextOverflow and InvalidMessage are ValueErrors)."""
+COMMANDS = ("demo", "chat", "setup", "mcp", "reindex", "consolidate", "memories", "inspect")
+ENV_FILE = ".env"
+"""Read from the current directory at start, as `langgraph dev` reads it (`langgraph.json`
+`"env"`); variables already set win. `MEMORY_AGENT_DOTENV` names another file, or `off`."""
 
 
-def _parser() -> argparse.ArgumentParser:
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Return what a command may fail with that the user can act on (exit 2, one line)."""
+    from graphs.messages import InvalidMessage
+    from graphs.model_errors import ModelUnavailable
+    from memory.access import AccessDenied
+    from memory.backends import BackendUnavailable
+    from memory.index import IndexMismatch, IndexUnavailable
+    from memory.records import InvalidUserId
+    from memory.service import MemoryNotFound
+
+    return (
+        AccessDenied,
+        InvalidUserId,
+        InvalidMessage,
+        BackendUnavailable,
+        IndexUnavailable,
+        IndexMismatch,
+        MemoryNotFound,
+        ModelUnavailable,  # e.g. the demo on a model server that is down
+        ValueError,
+        FileNotFoundError,
+    )
+
+
+def turn_errors() -> tuple[type[BaseException], ...]:
+    """Return what a chat turn may fail with that the user can act on.
+
+    The chat goes on after it (ContextOverflow and InvalidMessage are ValueErrors).
+    """
+    from memory.locks import WriterLockTimeout
+
+    return (*user_errors(), WriterLockTimeout)
+
+
+def load_env_file(path: str | None = None) -> list[str]:
+    """Set the variables of a `.env` file that are not set yet (as `langgraph dev` does).
+
+    Read with python-dotenv, the parser `langgraph dev` uses, so one file configures both.
+
+    Args:
+        path: The file; default `$MEMORY_AGENT_DOTENV`, else `.env` (`off`: none).
+
+    Returns:
+        The names it set.
+
+    """
+    path = path or os.environ.get("MEMORY_AGENT_DOTENV") or ENV_FILE
+    if path.strip().lower() in ("off", "0", "false", "no") or not os.path.isfile(path):
+        return []
+    from dotenv import dotenv_values
+
+    set_now = []
+    for name, value in dotenv_values(path).items():
+        if value is not None and name not in os.environ:
+            os.environ[name] = value
+            set_now.append(name)
+    return set_now
+
+
+def _date(text: str) -> str:
+    """An argparse type: a real calendar date, YYYY-MM-DD (2026-13-45 is refused)."""
+    try:
+        return date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a date: use YYYY-MM-DD, e.g. 2026-03-14"
+        ) from None
+
+
+def _count(text: str) -> int:
+    """An argparse type: how many results, 1 to 100."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a whole number from 1 to 100")
+    return n
+
+
+INSPECT_HELP = "browse, search, correct and delete memories in a web page (loopback)"
+
+
+def _parser(full: bool = True) -> argparse.ArgumentParser:
+    """Build the command line parser.
+
+    Args:
+        full: Declare every subcommand's options. False gives the overview only (the
+            subcommands and what they do): `memory-agent --help` then imports nothing of
+            the memory engine, whose kinds table the `--kind` option lists.
+
+    """
     p = argparse.ArgumentParser(
         prog="memory-agent",
-        description="A LangGraph agent with long-term memory (offline by default).",
+        description="A LangGraph agent with long-term memory (offline by default). "
+        f"Reads {ENV_FILE} in the current directory, as `langgraph dev` does.",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="log warnings and details")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    demo = sub.add_parser("demo", help="play a scripted conversation that shows memory at work")
+    def command(parent: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+        # The help line also describes the subcommand on its own --help page.
+        made: argparse.ArgumentParser = parent.add_parser(
+            name, help=help_text, description=help_text[:1].upper() + help_text[1:] + "."
+        )
+        return made
+
+    demo = command(sub, "demo", "play a scripted conversation that shows memory at work")
+    chat = command(sub, "chat", "chat with the agent; /memories, /new, /quit")
+    command(sub, "setup", "create the Postgres tables (the embedded default needs none)")
+    mcp = command(sub, "mcp", "serve memory to MCP clients (stdio, or --http with bearer tokens)")
+    reindex = command(sub, "reindex", "rebuild the Chroma index from the store")
+    cons = command(
+        sub,
+        "consolidate",
+        "merge duplicates, resolve conflicts, archive cold and sweep expired memories, "
+        "repair the index",
+    )
+    mem = command(sub, "memories", "inspect and manage a user's memories")
+    msub = mem.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions = {
+        name: command(msub, name, text)
+        for name, text in (
+            ("add", "remember a statement"),
+            ("import", "import a JSON-lines file written by export"),
+            ("list", "list active memories"),
+            ("show", "show one memory with provenance and history"),
+            ("search", "semantic search, store-checked"),
+            ("forget", "forget a memory (soft by default)"),
+            ("export", "write all memories with history as JSON lines"),
+            ("delete-user", "delete every memory and thread of the user"),
+        )
+    }
+    if not full:
+        command(sub, "inspect", INSPECT_HELP)
+        return p
+    from agent.inspector import command as inspect_command
+    from memory.records import STATED_KINDS, kinds_help
+
+    inspect_command.declare(sub)
+
     demo.add_argument("--home", help="data directory (default: $MEMORY_AGENT_HOME/demo)")
-
-    chat = sub.add_parser("chat", help="chat with the agent; /memories, /new, /quit")
-    chat.add_argument("--user", required=True)
+    chat.add_argument("--user", required=True, help="whose memory the chat reads and writes")
     chat.add_argument("--thread", help="thread id to continue (default: a new one)")
 
-    sub.add_parser("setup", help="create the Postgres tables (the embedded default needs none)")
-
     # The only declaration of the `mcp` flags: `agent.mcp.server.run` takes what they parse.
-    mcp = sub.add_parser(
-        "mcp", help="serve memory to MCP clients (stdio, or --http with bearer tokens)"
-    )
     mcp.add_argument(
         "--user", help="stdio: whose memory to serve (default: $MEMORY_AGENT_MCP_USER)"
     )
@@ -91,50 +201,56 @@ def _parser() -> argparse.ArgumentParser:
         help="HTTP: JSON file mapping bearer tokens to users (default: $MEMORY_AGENT_MCP_TOKENS)",
     )
 
-    reindex = sub.add_parser("reindex", help="rebuild the Chroma index from the store")
     reindex.add_argument("--user", help="only this user (default: all)")
-
-    cons = sub.add_parser(
-        "consolidate",
-        help="merge duplicates, resolve conflicts, archive cold and sweep expired memories, "
-        "repair the index",
-    )
     cons.add_argument("--user", help="only this user (default: all)")
     cons.add_argument("--dry-run", action="store_true", help="report, change nothing")
-    cons.add_argument("--json", action="store_true", help="print JSON")
+    cons.add_argument(
+        "--json", action="store_true", help="print one JSON object of counts (and nothing else)"
+    )
 
-    mem = sub.add_parser("memories", help="inspect and manage a user's memories")
-    msub = mem.add_subparsers(dest="action", required=True)
-
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
-        a = msub.add_parser(name, help=help_text)
-        a.add_argument("--user", required=True)
+    for a in actions.values():
+        a.add_argument("--user", required=True, help="whose memories")
         a.add_argument("--json", action="store_true", help="print JSON")
-        return a
-
-    add = action("add", "remember a statement")
-    add.add_argument("text")
-    add.add_argument("--kind", choices=STATED_KINDS, default="fact", help=kinds_help(STATED_KINDS))
-    add.add_argument("--subject", help="dotted key, e.g. profile.city (same subject supersedes)")
-    add.add_argument("--date", help="event date, YYYY-MM-DD")
-    imp = action("import", "import a JSON-lines file written by export")
-    imp.add_argument("path")
-    lst = action("list", "list active memories")
-    lst.add_argument("--all", action="store_true", help="include superseded, forgotten, expired")
-    show = action("show", "show one memory with provenance and history")
-    show.add_argument("id")
-    search = action("search", "semantic search")
-    search.add_argument("query")
-    search.add_argument("--k", type=int, default=8)
-    forget = action("forget", "forget a memory (soft by default)")
-    forget.add_argument("id")
-    forget.add_argument("--hard", action="store_true", help="delete from store and index")
-    export = action("export", "write all memories with history as JSON lines")
-    export.add_argument("--out", help="file to write (default: stdout)")
-    delete = action("delete-user", "delete every memory and thread of the user")
-    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    inspect_command.declare(sub)
+    add = actions["add"]
+    add.add_argument("text", help="the statement, e.g. 'User lives in Berlin.'")
+    add.add_argument(
+        "--kind",
+        choices=STATED_KINDS,
+        default="fact",
+        metavar="{" + ",".join(STATED_KINDS) + "}",
+        help=kinds_help(STATED_KINDS),
+    )
+    add.add_argument(
+        "--subject",
+        help="dotted key, e.g. profile.city (same subject supersedes; default: a neutral "
+        "note.<id>, never words of the statement)",
+    )
+    add.add_argument("--date", type=_date, help="event date, YYYY-MM-DD")
+    actions["import"].add_argument("path", help="the JSON-lines file (one memory a line)")
+    actions["list"].add_argument(
+        "--all", action="store_true", help="include superseded, forgotten, expired"
+    )
+    actions["show"].add_argument("id", help="the memory's id (see list)")
+    actions["search"].add_argument("query", help="what to look for, in words")
+    actions["search"].add_argument(
+        "--k", type=_count, default=8, help="how many results, 1 to 100 (default 8)"
+    )
+    actions["forget"].add_argument("id", help="the memory's id (see list)")
+    actions["forget"].add_argument(
+        "--hard", action="store_true", help="delete from store and index"
+    )
+    actions["export"].add_argument(
+        "--out", help="file to write, readable by its owner only (default: stdout)"
+    )
+    actions["delete-user"].add_argument(
+        "--yes", action="store_true", help="do not ask for confirmation"
+    )
     return p
+
+
+def _overview_only(argv: Sequence[str]) -> bool:
+    """Return True if no subcommand is named: only the overview (or --version) is asked."""
+    return not any(a in COMMANDS for a in argv)
 
 
 def _line(rec: MemoryRecord) -> str:
@@ -154,7 +270,43 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 
 
 def _service(b: Backends, settings: Settings) -> MemoryService:
+    from graphs.settings import open_service
+
     return open_service(settings, b.store, b.index, checkpointer=b.checkpointer)
+
+
+READ_ACTIONS = ("list", "show", "export", "search")
+"""What needs the store only: it still works when Chroma or the checkpoint file is broken."""
+
+
+@contextlib.contextmanager
+def _reading_service(settings: Settings) -> Iterator[MemoryService]:
+    """Open the service for a read; on a broken index or checkpoint file, the store alone.
+
+    The store is the source of truth, so listing and exporting an intact store must not
+    depend on Chroma or the checkpoints: when opening everything fails on a storage fault,
+    a warning says what is broken and the read goes on (search by words only).
+    """
+    from agent.faults import storage_fault
+    from graphs.settings import open_service
+    from memory.backends import open_backends, open_store
+
+    stack = contextlib.ExitStack()
+    with stack:
+        try:
+            b = stack.enter_context(open_backends(settings.backend))
+            service = _service(b, settings)
+        except Exception as exc:
+            told = storage_fault(exc, settings.backend)
+            if told is None:
+                raise
+            try:
+                store = stack.enter_context(open_store(settings.backend))
+            except Exception:
+                raise exc from None  # the store itself is broken: that is the error to tell
+            print(f"warning: {told}; reading the store alone", file=sys.stderr)
+            service = open_service(settings, store, None)
+        yield service
 
 
 @contextlib.contextmanager
@@ -210,13 +362,18 @@ def _progress_bar(args: argparse.Namespace) -> Iterator[Progress | None]:
 
 
 def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.backends import open_backends
+    from memory.progress import prefixed
+    from memory.service import ConsolidationReport
+
     started = time.perf_counter()
     with open_backends(settings.backend) as b, _progress_bar(args) as progress:
         svc = _service(b, settings)
         users = [args.user] if args.user else svc.users()
         total = ConsolidationReport()
         for n, user in enumerate(users, 1):
-            print(f"[{n}/{len(users)}] {user}", file=sys.stderr)
+            if not args.json:  # --json prints one object and nothing else, stderr included
+                print(f"[{n}/{len(users)}] {user}", file=sys.stderr)
             told = prefixed(progress, f"[{n}/{len(users)}] ")
             part = svc.consolidate(user, dry_run=args.dry_run, progress=told)
             for key, value in part.counts().items():
@@ -234,7 +391,17 @@ def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _memories(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.backends import open_backends
+    from memory.records import check_user_id
+
     user = check_user_id(args.user)
+    if args.action in READ_ACTIONS:
+        with _reading_service(settings) as svc:
+            return _read(args, svc, user)
+    if args.action == "delete-user" and not args.yes and not _confirmed(user):
+        print("nothing deleted")
+        return 1
+    rows = _import_rows(args.path) if args.action == "import" else []
     with open_backends(settings.backend) as b:
         svc = _service(b, settings)
         if args.action == "add":
@@ -247,50 +414,109 @@ def _memories(args: argparse.Namespace, settings: Settings) -> int:
             for c in [] if args.json else changes:
                 print(c.describe(), f"(id {c.record.id})")
         elif args.action == "import":
-            with open(args.path, encoding="utf-8") as fh:
-                rows = [json.loads(line) for line in fh if line.strip()]
             with _progress_bar(args) as progress:
-                n = svc.import_records(user, rows, progress=progress)
+                try:
+                    n = svc.import_records(user, rows, progress=progress)
+                except ValueError as exc:
+                    raise ValueError(f"{args.path}: {exc}") from exc
             print(json.dumps({"imported": n}) if args.json else f"imported {n} memories for {user}")
-        elif args.action == "list":
-            rows = svc.list(user, include_inactive=args.all, include_turns=args.all)
-            _print_records(rows, args.json)
-        elif args.action == "show":
-            rec = svc.get(user, args.id)
-            if args.json:
-                print(json.dumps(rec.to_store(), ensure_ascii=False, indent=2))
-            else:
-                _show(rec)
-        elif args.action == "search":
-            hits = svc.search(user, args.query, args.k)
-            if args.json:
-                rows = [{"score": h.score, **h.record.to_store()} for h in hits]
-                print(json.dumps(rows, ensure_ascii=False, indent=2))
-            elif not hits:
-                print("(no memories)")
-            for h in [] if args.json else hits:
-                print(f"{h.score:.3f}  {_line(h.record)}")
         elif args.action == "forget":
             rec = svc.forget(user, args.id, hard=args.hard)
             verb = "deleted" if args.hard else "forgot"
             print(json.dumps({verb: rec.id}) if args.json else f"{verb}: {_line(rec)}")
-        elif args.action == "export":
-            rows = svc.export(user)
-            text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-            if args.out:
-                with open(args.out, "w", encoding="utf-8") as fh:
-                    fh.write(text)
-                print(f"exported {len(rows)} memories of {user} to {args.out}", file=sys.stderr)
-            else:
-                sys.stdout.write(text)
         elif args.action == "delete-user":
-            if not args.yes and input(f"delete ALL memories and threads of {user}? [y/N] ") != "y":
-                print("nothing deleted")
-                return 1
             with _progress_bar(args) as progress:
                 n = svc.delete_user(user, progress=progress)
             print(json.dumps({"deleted": n}) if args.json else f"deleted {n} memories of {user}")
     return 0
+
+
+def _read(args: argparse.Namespace, svc: MemoryService, user: str) -> int:
+    """Run a read-only `memories` action."""
+    if args.action == "list":
+        rows = svc.list(user, include_inactive=args.all, include_turns=args.all)
+        _print_records(rows, args.json)
+    elif args.action == "show":
+        rec = svc.get(user, args.id)
+        if args.json:
+            print(json.dumps(rec.to_store(), ensure_ascii=False, indent=2))
+        else:
+            _show(rec)
+    elif args.action == "search":
+        hits = svc.search(user, args.query, args.k)
+        if args.json:
+            found = [{"score": h.score, **h.record.to_store()} for h in hits]
+            print(json.dumps(found, ensure_ascii=False, indent=2))
+        elif not hits:
+            print("(no memories)")
+        for h in [] if args.json else hits:
+            print(f"{h.score:.3f}  {_line(h.record)}")
+    elif args.action == "export":
+        exported = svc.export(user)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in exported)
+        if args.out:
+            _write_private(args.out, text)
+            print(f"exported {len(exported)} memories of {user} to {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.write(text)
+            if not exported:  # stdout stays valid (empty) JSON lines; the note goes aside
+                print(f"exported 0 memories: {user} has none", file=sys.stderr)
+    return 0
+
+
+def _write_private(path: str, text: str) -> None:
+    """Write an export readable by its owner only (0600), like the memory home's files.
+
+    An existing file is truncated and made private too: an export holds personal data.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o600)
+        fh.write(text)
+
+
+def _import_rows(path: str) -> list[Any]:
+    """Read an export's JSON lines; a line that is not JSON is named by file and line.
+
+    Raises:
+        ValueError: If the file cannot be decoded or a line is not JSON.
+
+    """
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for number, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(
+                        f"{path} line {number} is not JSON ({exc.msg} at column {exc.colno}); "
+                        "import takes the JSON lines `memories export` writes"
+                    ) from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path} is a directory, not an export file") from None
+    return rows
+
+
+def _confirmed(user: str) -> bool:
+    """Ask before deleting a user; with no answer to read (stdin closed), refuse clearly.
+
+    Raises:
+        ValueError: If stdin has no line to read.
+
+    """
+    try:
+        answer = input(f"delete ALL memories and threads of {user}? [y/N] ")
+    except EOFError:
+        raise ValueError(
+            "delete-user asks for confirmation and there is no input to read it from; "
+            "pass --yes to delete without asking"
+        ) from None
+    return answer.strip().lower() in ("y", "yes")
 
 
 def _show(rec: MemoryRecord) -> None:
@@ -353,8 +579,12 @@ async def _chat(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
+    from agent.faults import storage_fault
     from agent.runner import open_session
+    from graphs.messages import InvalidMessage, check_message
+    from graphs.model_errors import ModelUnavailable
     from graphs.models import OFFLINE_NOTICE
+    from memory.records import check_user_id
 
     user = check_user_id(args.user)
     thread = args.thread or f"{user}-{uuid.uuid4().hex[:8]}"
@@ -366,6 +596,7 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
             for line in await session.flush(thread, user):
                 print(f"  (memory, resumed) {line}")
         print(f"chatting as {user} in thread {thread}; /memories, /new, /quit")
+        unanswered = 0
         while True:
             try:
                 text = await asyncio.to_thread(input, "you> ")
@@ -386,7 +617,10 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"new thread {thread}")
                 continue
             if cmd == "/memories":
-                for rec in await session.service.alist(user):
+                known = await session.service.alist(user)
+                if not known:
+                    print(f"  (no memories of {user} yet)")
+                for rec in known:
                     print(f"  {_line(rec)}")
                 continue
             try:
@@ -403,15 +637,52 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
 
             try:
                 result = await session.turn(user, thread, text, on_reply=show)
-            except TURN_ERRORS as exc:
+            except ModelUnavailable as exc:
+                # The message is in the thread's checkpoint: the next turn's model call
+                # sees it, and extraction takes it then. The script's exit code tells.
+                print(f"\nerror: {exc}" if replied else f"error: {exc}")
+                print("  (your message is kept in the thread: the model gets it with your next)")
+                unanswered += 1
+                continue
+            except turn_errors() as exc:
                 # The message stays in the thread's checkpoint; the next line starts a new
                 # turn, so one line that cannot be taken never ends the session.
                 print(f"\nerror: {exc}" if replied else f"error: {exc}")
                 continue
+            except Exception as exc:
+                told = storage_fault(exc, settings.backend)
+                if told is None:
+                    raise
+                # The disk or a database failed: later turns would fail the same way, so
+                # the chat ends, saying whether this message reached the thread.
+                print(f"\nerror: {told}" if replied else f"error: {told}")
+                print(await _kept_note(session, thread, text))
+                return 2
             print("" if replied else "agent> ")
             for line in result.saved:
                 print(f"  (memory) {line}")
+    if unanswered:
+        print(f"error: the model could not answer {unanswered} message(s)", file=sys.stderr)
+        return 2
     return 0
+
+
+async def _kept_note(session: Any, thread: str, text: str) -> str:
+    """Say whether a message whose turn failed on a storage fault is in the thread."""
+    config: Any = {"configurable": {"thread_id": thread}}
+    try:
+        snapshot = await session.graph.aget_state(config)
+        kept = any(
+            getattr(m, "type", "") == "human" and m.content == text
+            for m in snapshot.values.get("messages", [])[-8:]
+        )
+    except Exception:  # the checkpoint cannot even be read: say so, do not guess
+        kept = None
+    if kept:
+        return f"  (your message is kept in thread {thread}; continue it with --thread {thread})"
+    if kept is None:
+        return "  (it could not be checked whether your message was kept; it was:)\n  " + text
+    return "  (your message was NOT kept; it was:)\n  " + text
 
 
 async def _setup(settings: Settings) -> int:
@@ -425,43 +696,71 @@ async def _setup(settings: Settings) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
-    args = _parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(full=not _overview_only(given)).parse_args(given)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    settings: Settings | None = None
     try:
+        load_env_file()
+        from graphs.settings import Settings
+
         settings = Settings.from_env()
-        if args.command == "demo":
-            from agent.demo import run_demo
-
-            home = args.home or os.path.join(settings.backend.home, "demo")
-            asyncio.run(run_demo(settings, home=home))
-            return 0
-        if args.command == "chat":
-            return asyncio.run(_chat(args, settings))
-        if args.command == "setup":
-            return asyncio.run(_setup(settings))
-        if args.command == "mcp":
-            from agent.mcp import run as run_mcp
-
-            return run_mcp(args, settings)
-        if args.command == "inspect":
-            return inspect_command.run(args, settings)
-        if args.command == "consolidate":
-            return _consolidate(args, settings)
-        if args.command == "reindex":
-            with open_backends(settings.backend) as b, _progress_bar(args) as progress:
-                done: dict[str, Any] = _service(b, settings).reindex(args.user, progress=progress)
-            for user, n in done.items():
-                print(f"reindexed {n} memories of {user}")
-            return 0
-        return _memories(args, settings)
-    except USER_ERRORS as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _run(args, settings)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        told = _told(exc, settings)
+        if told is None:
+            raise
+        print(f"error: {told}", file=sys.stderr)
+        return 2
+
+
+def _told(exc: BaseException, settings: Settings | None) -> str | None:
+    """Return the one line to print for an error the user can act on, or None for a bug."""
+    if isinstance(exc, user_errors()):
+        return str(exc)
+    if settings is None:
+        return None
+    from agent.faults import storage_fault
+
+    return storage_fault(exc, settings.backend)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    """Dispatch a parsed command."""
+    if args.command == "demo":
+        from agent.demo import run_demo
+
+        home = args.home or os.path.join(settings.backend.home, "demo")
+        asyncio.run(run_demo(settings, home=home))
+        return 0
+    if args.command == "chat":
+        return asyncio.run(_chat(args, settings))
+    if args.command == "setup":
+        return asyncio.run(_setup(settings))
+    if args.command == "mcp":
+        from agent.mcp import run as run_mcp
+
+        return run_mcp(args, settings)
+    if args.command == "consolidate":
+        return _consolidate(args, settings)
+    if args.command == "inspect":
+        from agent.inspector import command as inspect_command
+
+        return inspect_command.run(args, settings)
+    if args.command == "reindex":
+        from memory.backends import open_backends
+
+        with open_backends(settings.backend) as b, _progress_bar(args) as progress:
+            done: dict[str, Any] = _service(b, settings).reindex(args.user, progress=progress)
+        for user, n in done.items():
+            print(f"reindexed {n} memories of {user}")
+        return 0
+    return _memories(args, settings)
 
 
 if __name__ == "__main__":

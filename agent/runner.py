@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
@@ -91,6 +92,7 @@ class Session:
         started = time.perf_counter()
         first = 0.0
         out: dict[str, Any] = {}
+        extraction: dict[str, Any] = {}
         async with self._lock(thread_id):
             stream: AsyncIterator[Any] = self.graph.astream(
                 state_in,
@@ -101,6 +103,10 @@ class Session:
             async for mode, chunk in stream:
                 if mode == "values":
                     out = chunk
+                    # save empties `extraction` when it is done: keep what extract found.
+                    found = chunk.get("extraction") or {}
+                    if found.get("memories") or found.get("forget"):
+                        extraction = found
                     continue
                 message, meta = chunk
                 if (
@@ -123,7 +129,7 @@ class Session:
         return TurnResult(
             reply=str(reply.content) if reply is not None else "",
             recalled=out.get("recalled", []),
-            extraction=out.get("extraction", {}),
+            extraction=extraction or out.get("extraction", {}),
             saved=out.get("saved", []),
             first_token_s=first or time.perf_counter() - started,
             total_s=time.perf_counter() - started,
@@ -177,14 +183,27 @@ class Session:
 
 
 @asynccontextmanager
-async def open_session(settings: Settings, *, setup: bool = False) -> AsyncIterator[Session]:
+async def open_session(
+    settings: Settings, *, setup: bool = False, model: BaseChatModel | None = None
+) -> AsyncIterator[Session]:
     """Open backends from settings and compile the graph on them.
 
     Pending background extractions are flushed when the session closes.
+
+    Args:
+        settings: Backends, model spec and memory policy.
+        setup: Create the Postgres tables first.
+        model: A chat model to use instead of `settings.model` (e.g. one with a short
+            timeout, or a scripted fake).
+
     """
     async with aopen_backends(settings.backend, setup=setup) as backends:
         graph = build_graph(
-            backends.checkpointer, backends.store, settings=settings, index=backends.index
+            backends.checkpointer,
+            backends.store,
+            settings=settings,
+            index=backends.index,
+            model=model,
         )
         service = open_service(
             settings, backends.store, backends.index, checkpointer=backends.checkpointer

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 
 from graphs.state import State
 from graphs.window import message_room, tokens
+from memory.records import utcnow
 
 
 class InvalidMessage(ValueError):
@@ -106,3 +109,9 @@ def tool_rounds(messages: list[AnyMessage]) -> int:
         if isinstance(m, AIMessage) and m.tool_calls:
             rounds += 1
     return rounds
+
+
+def turn_time(state: Mapping[str, Any]) -> datetime:
+    """Return when the turn was said: the state's `turn_time`, else now."""
+    raw = state.get("turn_time")
+    return datetime.fromisoformat(raw) if raw else utcnow()

@@ -10,7 +10,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -36,8 +35,10 @@ from graphs.messages import (
     summarized_ids,
     text_of,
     tool_rounds,
+    turn_time,
     user_messages,
 )
+from graphs.model_errors import model_call, no_answer
 from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.summarize import summarize_thread
@@ -60,7 +61,6 @@ from memory.block import format_block
 from memory.extraction import Extraction, coerce_extraction
 from memory.index import ChromaIndex
 from memory.language import Lang, language_of
-from memory.records import utcnow
 from memory.service import MemoryService
 from memory.turn import Said
 
@@ -91,13 +91,6 @@ class AgentDeps:
     chat_model: Callable[[str | None], BaseChatModel]
     index: Callable[[], ChromaIndex | None]
     tools: Sequence[BaseTool] = tuple(TOOLS)
-
-
-def _turn_time(state: State | dict[str, Any]) -> datetime:
-    raw = state.get("turn_time")
-    if raw:
-        return datetime.fromisoformat(raw)
-    return utcnow()
 
 
 class MemoryNodes:
@@ -157,7 +150,7 @@ class MemoryNodes:
         query = "\n".join([*recent[-(QUERY_CONTEXT_MESSAGES - 1) :], text_of(latest)])
         ctx = runtime.context
         k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.settings.recall_k
-        now = _turn_time(state)
+        now = turn_time(state)
         service = await self._service(runtime)
         turn = await service.arecall_turn(user, _thread_id() or None, query, k, now=now)
         recalled = turn.recalled
@@ -181,7 +174,7 @@ class MemoryNodes:
         """
         user = user_of(runtime.context)
         service = await self._service(runtime)
-        recalled = await service.asearch(user, query, k, now=_turn_time(runtime.state))
+        recalled = await service.asearch(user, query, k, now=turn_time(runtime.state))
         return render_results([r.record for r in recalled])
 
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -195,7 +188,7 @@ class MemoryNodes:
         lang = _lang(state, humans)
         skip = summarized_ids(messages, state.get("summary_through"))
         system = system_message(
-            state, lang, _turn_time(state).isoformat(), search_hint=self._searches
+            state, lang, turn_time(state).isoformat(), search_hint=self._searches
         )
         budget = self.deps.settings.context_tokens - ANSWER_RESERVE_TOKENS - tokens([system])
         if budget <= 0:
@@ -207,7 +200,10 @@ class MemoryNodes:
         model = await self._model(runtime)
         rounds = tool_rounds(messages)
         runnable = model if rounds >= MAX_TOOL_ROUNDS else with_tools(model, self.tools)
-        reply = await runnable.ainvoke([system, *window])
+        with model_call():  # a failure of the model or its server: one clear error
+            reply = await runnable.ainvoke([system, *window])
+        if (failed := no_answer(reply, tools_allowed=rounds < MAX_TOOL_ROUNDS)) is not None:
+            raise failed
         if rounds >= MAX_TOOL_ROUNDS and isinstance(reply, AIMessage) and reply.tool_calls:
             # Asked without tools and calling one anyway: keep its words, drop the call.
             reply = AIMessage(reply.content, id=reply.id, name=reply.name)
@@ -283,10 +279,10 @@ class MemoryNodes:
             service = await self._service(runtime)
             said = "\n".join(text_of(m)[:500] for m in pending)
             turn = await service.arecall_turn(
-                user, _thread_id() or None, said, RELATED_MEMORIES, now=_turn_time(state)
+                user, _thread_id() or None, said, RELATED_MEMORIES, now=turn_time(state)
             )
             known = related(turn.recalled)
-        call = extraction_messages(pending, reply, known, lang, _turn_time(state).isoformat())
+        call = extraction_messages(pending, reply, known, lang, turn_time(state).isoformat())
         try:
             # A JSON schema, not the class: the client then returns a dict instead of
             # validating inside the call, so one bad item does not cost the good ones.
@@ -320,7 +316,7 @@ class MemoryNodes:
             earlier=[Said(m.id or "", text_of(m)) for m in earlier],
             context=text_of(before[-1]) if before else "",
             recalled=[(r["kind"], r["id"]) for r in state.get("recalled", [])],
-            said_at=_turn_time(state),
+            said_at=turn_time(state),
             zh=zh,
             claim=bool(state.get("flush")),
         )

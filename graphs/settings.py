@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Literal, TypeVar, cast
@@ -106,6 +107,23 @@ def max_message_chars_for(context_tokens: int) -> int:
 def _flag(name: str) -> bool:
     """Read an on/off variable: on unless set to 0, false, no or off."""
     return (os.environ.get(name) or "true").strip().lower() not in ("0", "false", "no", "off")
+
+
+IN_MEMORY_DATABASE = ":memory:"
+"""What `langgraph dev` sets `DATABASE_URI` to: its own in-memory persistence, no database."""
+
+
+def _database_url(env: Mapping[str, str]) -> str | None:
+    """Return the Postgres URL of `DATABASE_URL`, `POSTGRES_URI` or `DATABASE_URI`, if any.
+
+    `langgraph dev` sets `DATABASE_URI=":memory:"` for its in-memory server: that names no
+    database, so it is not read as a connection string.
+    """
+    for name in ("DATABASE_URL", "POSTGRES_URI", "DATABASE_URI"):
+        value = (env.get(name) or "").strip()
+        if value and value != IN_MEMORY_DATABASE:
+            return value
+    return None
 
 
 @dataclass(frozen=True)
@@ -224,10 +242,7 @@ class Settings:
             search_tool=_flag("MEMORY_AGENT_SEARCH_TOOL"),
             backend=BackendConfig(
                 home=env.get("MEMORY_AGENT_HOME") or ".memory-agent",
-                database_url=(
-                    env.get("DATABASE_URL") or env.get("POSTGRES_URI") or env.get("DATABASE_URI")
-                )
-                or None,
+                database_url=_database_url(env),
                 chroma_path=env.get("CHROMA_PATH") or None,
                 chroma_host=env.get("CHROMA_HOST") or None,
                 chroma_port=_number("CHROMA_PORT", 8000, 1, 65535),

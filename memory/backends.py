@@ -296,6 +296,45 @@ def open_backends(config: BackendConfig, *, setup: bool = False) -> Iterator[Bac
         sconn.close()
 
 
+@contextmanager
+def open_store(config: BackendConfig) -> Iterator[Any]:
+    """Open the store alone, for reads that must work while the index or checkpoints are broken.
+
+    `memory-agent memories list`/`show`/`export` fall back to it when `open_backends` fails
+    on a damaged Chroma or checkpoint file: the store is the source of truth.
+
+    Raises:
+        BackendUnavailable: If Postgres cannot be reached.
+
+    """
+    if config.database_url:
+        from langgraph.store.postgres import PostgresStore
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        pool = ConnectionPool(config.database_url, **_pool_options(dict_row))
+        try:
+            pool.open(wait=True, timeout=5)
+        except Exception as exc:
+            pool.close()
+            raise _pg_error(config, exc) from exc
+        try:
+            yield PostgresStore(pool)
+        finally:
+            pool.close()
+        return
+    from langgraph.store.sqlite import SqliteStore
+
+    _, store_file = _private_home(config)
+    sconn = sqlite3.connect(store_file, check_same_thread=False, isolation_level=None)
+    try:
+        sstore = SqliteStore(sconn)
+        sstore.setup()
+        yield sstore
+    finally:
+        sconn.close()
+
+
 @asynccontextmanager
 async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> AsyncIterator[Backends]:
     """Open async backends (for running the graph with `ainvoke` / `astream`).

@@ -143,7 +143,8 @@ class MemoryWriter:
         """Return the extraction that `MemoryService.add` saves: one stated memory."""
         cand = CandidateMemory(
             kind=kind,
-            subject=subject or f"note.{normalize_text(content)[:40] or 'item'}",
+            # A neutral key: a value said in the statement never enters a subject.
+            subject=subject or f"note.{stable_id('note', normalize_text(content))[:10]}",
             content=content,
             value=value,
             confidence=confidence,

@@ -19,6 +19,8 @@ os.environ.update(
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "HF_HUB_OFFLINE": "1",
+        # A developer's .env (a real key, a database) must not reach the CLI under test.
+        "MEMORY_AGENT_DOTENV": "off",
     }
 )
 for var in (

@@ -53,7 +53,12 @@ class Reply:
         finish_reason: Reported finish reason ("tool_calls" when there are tool calls).
         chunk_size: Characters per streamed content chunk.
         tool_calls: ``(name, arguments)`` of the functions the assistant calls, sent as
-            OpenAI ``tool_calls`` (streamed as one delta per call).
+            OpenAI ``tool_calls`` (streamed as one delta per call); arguments given as a
+            `str` are sent verbatim, so a test can send ones that are not JSON.
+        delay: Seconds to wait before answering (a server slower than the client's timeout).
+        raw: Sent verbatim as a 200 answer's body instead of a completion (a server whose
+            answer is not JSON, or not a completion).
+        hang_up: Close the connection without answering.
     """
 
     content: str = ""
@@ -61,13 +66,17 @@ class Reply:
     error: str = "stub error"
     finish_reason: str = "stop"
     chunk_size: int = 4
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    delay: float = 0.0
+    raw: bytes | None = None
+    hang_up: bool = False
 
     def openai_tool_calls(self, cid: str) -> list[dict[str, Any]]:
         """Return the tool calls as OpenAI sends them in a message."""
         return [
             {"id": f"{cid}-{i}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args)}}
+             "function": {"name": name,
+                          "arguments": args if isinstance(args, str) else json.dumps(args)}}
             for i, (name, args) in enumerate(self.tool_calls)
         ]  # fmt: skip
 
@@ -336,6 +345,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         reply = self.owner._reply_for(body)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.hang_up:
+            self.close_connection = True
+            return
+        if reply.raw is not None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply.raw)))
+            self.end_headers()
+            self.wfile.write(reply.raw)
+            return
         if reply.status != 200:
             self._error(reply.status, reply.error, "server_error" if reply.status >= 500 else
                         "invalid_request_error")  # fmt: skip

@@ -27,8 +27,10 @@ DEFAULT_PORT = 8770
 
 def declare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the `inspect` subcommand and its flags to the CLI's subparsers."""
+    from agent.cli import INSPECT_HELP
+
     p = sub.add_parser(
-        "inspect", help="browse, search, correct and delete memories in a web page (loopback)"
+        "inspect", help=INSPECT_HELP, description=INSPECT_HELP[:1].upper() + INSPECT_HELP[1:] + "."
     )
     p.add_argument("--user", help="whose memories to serve, with no token (loopback only)")
     p.add_argument(

@@ -157,7 +157,7 @@ def test_cli_import_of_a_5mb_row_is_refused(capsys, tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     path.write_text(json.dumps(row("word " * 1_000_000)) + "\n", encoding="utf-8")
     code, _, err = cli(capsys, "memories", "import", "--user", "alice", str(path))
-    assert code == 2 and err.startswith("error: record 1")
+    assert code == 2 and err.startswith(f"error: {path}: record 1")  # the file is named
     code, out, _ = cli(capsys, "memories", "list", "--user", "alice", "--all")
     assert "(no memories)" in out
 

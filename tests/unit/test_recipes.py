@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -37,13 +38,28 @@ async def turn(graph: Any, text: str) -> dict[str, Any]:
     )
 
 
-async def test_add_a_tool(index, monkeypatch) -> None:
+async def test_add_a_tool(index, monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MEMORY_AGENT_MODEL", "offline")
-    (code,) = recipe("Add a tool")
-    ns: dict[str, Any] = {"checkpointer": InMemorySaver(), "store": InMemoryStore()}
-    exec(code, ns)
+    monkeypatch.setenv("CHROMA_PATH", str(tmp_path / "chroma"))
+    code, app_edit = recipe("Add a tool")
+    ns: dict[str, Any] = {}
+    exec(code, ns)  # the snippet runs as written: every name it uses is defined
     tool_node = ns["graph"].nodes["tools"].bound
     assert "get_weather" in tool_node.tools_by_name
+
+    # The served graph gets it through the one edit of agent/app.py the recipe shows.
+    mine = types.ModuleType("my_tools")
+    exec(code, mine.__dict__)
+    monkeypatch.setitem(sys.modules, "my_tools", mine)
+    app = (ROOT / "agent" / "app.py").read_text(encoding="utf-8")
+    edit = [line for line in app_edit.splitlines() if not line.startswith("#")]
+    if edit[-1] not in app:  # not followed yet: apply it as the recipe says
+        old = re.search(r"instead of: (.+)$", app_edit, re.M).group(1)  # type: ignore[union-attr]
+        assert app.count(old) == 1, "the line the recipe replaces is no longer in agent/app.py"
+        app = app.replace(old, "\n".join(edit))
+    served: dict[str, Any] = {"__name__": "forked_app"}
+    exec(compile(app, "agent/app.py", "exec"), served)
+    assert "get_weather" in served["memory_agent"].nodes["tools"].bound.tools_by_name
     # The same tool, driven by a model that calls it.
     call = {"name": "get_weather", "args": {"city": "Oslo"}, "id": "c1", "type": "tool_call"}
     model = scripted(AIMessage("", tool_calls=[call]), "Take sunglasses.", extraction_call())
@@ -60,16 +76,18 @@ async def test_add_a_node(index, monkeypatch) -> None:
     node, wiring = recipe("Add a node")
     replaced = 'builder.add_edge("load_memory", "chat")'
     source = (ROOT / "graphs" / "builder.py").read_text(encoding="utf-8")
-    assert source.count(replaced) == 1, "the recipe's edge is no longer in graphs/builder.py"
-    indent = re.search(rf"^( *){re.escape(replaced)}", source, re.M).group(1)  # type: ignore[union-attr]
     lines = [line for line in wiring.splitlines() if not line.startswith("#")]
-    patched = source.replace(replaced, f"\n{indent}".join(lines))
-    module = types.ModuleType("forked_builder")
-    module.__dict__["__file__"] = graphs.builder.__file__
-    exec(compile(patched, "forked_builder.py", "exec"), module.__dict__)
-    exec(node, module.__dict__)
-    # The node lives in the forked module: the graph uses it through make_builder.
-    monkeypatch.setattr(graphs.memory_agent, "make_builder", module.make_builder)
+    # A fork that followed the recipe has it wired already: its own builder is tested.
+    if not all(line in source for line in lines):
+        assert source.count(replaced) == 1, "the recipe's edge is no longer in graphs/builder.py"
+        indent = re.search(rf"^( *){re.escape(replaced)}", source, re.M).group(1)  # type: ignore[union-attr]
+        patched = source.replace(replaced, f"\n{indent}".join(lines))
+        module = types.ModuleType("forked_builder")
+        module.__dict__["__file__"] = graphs.builder.__file__
+        exec(compile(patched, "forked_builder.py", "exec"), module.__dict__)
+        exec(node, module.__dict__)
+        # The node lives in the forked module: the graph uses it through make_builder.
+        monkeypatch.setattr(graphs.memory_agent, "make_builder", module.make_builder)
     model = scripted("Hi.", extraction_call())
     graph = build_graph(
         InMemorySaver(), InMemoryStore(), settings=Settings(), model=model, index=index
