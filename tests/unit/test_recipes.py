@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import types
@@ -88,15 +89,19 @@ async def test_add_a_node(index, monkeypatch) -> None:
         exec(node, module.__dict__)
         # The node lives in the forked module: the graph uses it through make_builder.
         monkeypatch.setattr(graphs.memory_agent, "make_builder", module.make_builder)
-    model = scripted("Hi.", extraction_call())
+    model = scripted("Hi.", extraction_call(), "Again.", extraction_call())
     graph = build_graph(
         InMemorySaver(), InMemoryStore(), settings=Settings(), model=model, index=index
     )
     assert "guard" in graph.get_graph().nodes
     out = await turn(graph, "Hello there.")
     assert out["messages"][-1].content == "Hi."
-    with pytest.raises(ValueError, match="never send passwords"):
-        await turn(graph, "My password is hunter2.")
+    out = await turn(graph, "My password is hunter2.")
+    assert "did not keep that message" in out["messages"][-1].content
+    # The thread keeps no copy: the next turn's model sees the thread, and it is clean.
+    out = await turn(graph, "Hello again.")
+    assert out["messages"][-1].content == "Again."
+    assert "hunter2" not in json.dumps(out, default=repr)
 
 
 def test_add_a_model_provider(monkeypatch) -> None:
