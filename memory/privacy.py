@@ -106,17 +106,19 @@ _PASSWORD_ZH = _keyed(
 # "I set my password to X"): the value must then look like one (a digit, a symbol or an inner
 # capital), so "the password for the wifi is on the fridge" is left alone.
 _PASSWORD_EN_INDIRECT = _keyed(
-    "PpOoSsLlWw",
-    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pw|pin|wi-?fi key)"
+    "PpOoSsLlWwDdGgAaEe",
+    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pw|pin|wi-?fi key"
+    r"|(?:door|gate|alarm|lock|entry|safe) code)"
     r"(?:\s+(?:for|of|to|on|at)\s+[^.!?\n:=。！？]{1,40}?)?"
     r"(?:\s*[:=]|\s+(?:is|was|is now|to|into|as)(?![A-Za-z])\s*:?)\s*)"
     rf"{_UNREDACTED}((?=[!-~]*(?:[0-9!#$%&*+<=>?@^_|~]|[a-z][A-Z]))[!-~]{{4,}})",
 )
 _PASSWORD_ZH_INDIRECT = _keyed(
     "密口Pp",
-    r"(?:密码|口令|(?i:pin)码)[^。！？!?\n]{1,15}?"
+    r"(?:密码|口令|(?i:pin)码)[^。！？!?\n]{0,15}?"
     r"(?:设置?[成为]了?|改[成为]了?|换成了?|设的是|用的是|是|为|[:=：])\s*"
-    rf"{_UNREDACTED}([!-~]{{4,}})",
+    # The value may follow a description of it: 用的是我女儿名字加生日xiaoyu0601.
+    rf"[\u4e00-\u9fff]{{0,12}}?{_UNREDACTED}([!-~]{{4,}})",
 )
 _PASSPORT = _keyed(
     "Pp护通",
@@ -125,7 +127,7 @@ _PASSPORT = _keyed(
     r"(?<![A-Za-z])((?=[A-Z]{0,2}[0-9]{6})[A-Z]{0,2}[0-9]{6,9})(?![A-Za-z0-9])",
 )
 _MESSAGING_ID = _keyed(
-    "WwQq微加V",
+    "WwQqVv微加",
     r"(?:(?i:(?<![A-Za-z])(?:wechat|weixin|wx|vx|qq)(?:\s*(?:id|number|no\.?|account))?(?![A-Za-z]))"
     r"|微信号?|加我微信)"
     r"\s*(?:(?:is|:|=|是|号是|号码是|号|：)\s*)?"
@@ -164,7 +166,7 @@ _ZH_NUM = "[0-9一二三四五六七八九十百千零〇]"
 # room; or a building and a room with no road ("3栋2单元501"). 5号线 is a metro line.
 _ADDRESS_ZH = re.compile(
     r"[^\s\W住在到是于去的我你他她来回从和与及了个]{1,8}(?:路|街|大街|大道|巷|弄|胡同)"
-    rf"{_ZH_NUM}{{1,5}}号(?![线院门])(?:{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座))?"
+    rf"{_ZH_NUM}{{1,5}}(?:号(?![线门])|弄)(?:{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座))?"
     rf"(?:{_ZH_NUM}{{1,2}}单元)?(?:[0-9]{{2,5}}(?:室|房|号)?)?"
     rf"|{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座)(?:{_ZH_NUM}{{1,2}}单元)?[0-9]{{2,5}}(?:室|房|号)?"
 )
@@ -176,7 +178,8 @@ _HK_ID = re.compile(
 )
 _TW_ID = re.compile(r"(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9])")
 _ID_WORDS = re.compile(
-    r"(?i:(?<![A-Za-z])(?:id|hkid|identity|identification)(?![A-Za-z]))|身份证|身分證|身份證|证件"
+    r"(?i:(?<![A-Za-z])(?:id|hkid|identity|identification)(?![A-Za-z]))"
+    r"|身份证|身分證|身份證|身分证|证件|字號|字号"
 )
 _ID_REACH = 24  # characters between an ID word and the number it names
 _TW_LETTERS = dict(zip("ABCDEFGHJKLMNPQRSTUVXYWZIO", range(10, 36), strict=True))
@@ -205,6 +208,7 @@ _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
     r"\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
 )
+_URL_USER = re.compile(r"://[^\s/@]*:$")
 _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
 )
@@ -318,7 +322,7 @@ def _ids(text: str) -> list[Finding]:
 
     A Chinese ID needs a real birth date and either its checksum or, as people mistype, a
     province code with the 6-8-4 grouping or an ID word before it. A Hong Kong ID needs its
-    check digit and either the brackets or an ID word; a Taiwan ID its check digit.
+    check digit and either the brackets or an ID word; a Taiwan ID its check digit and an ID word.
     """
     found: list[Finding] = []
     for m in _CN_ID.finditer(text):
@@ -334,9 +338,9 @@ def _ids(text: str) -> list[Finding]:
             letters, digits, bracketed or bare
         ):
             found.append(Finding("national_id", *m.span()))
-    found += [
-        Finding("national_id", *m.span()) for m in _TW_ID.finditer(text) if tw_id_ok(m.group())
-    ]
+    for m in _TW_ID.finditer(text):
+        if tw_id_ok(m.group()) and _id_word_before(text, m.start()):
+            found.append(Finding("national_id", *m.span()))
     return found
 
 
@@ -351,7 +355,7 @@ def _ips(text: str) -> list[Finding]:
         if near or max(octets) >= 10 and octets[0] != 0:
             found.append(Finding("ip_address", *m.span()))
     for m in _IPV6.finditer(text):
-        if m.group().count(":") >= 2 and any(c.isalnum() for c in m.group()):
+        if sum(bool(g) for g in m.group().split(":")) >= 3:  # "a::b" is not an address
             try:
                 ipaddress.IPv6Address(m.group())
             except ValueError:
@@ -376,6 +380,15 @@ def _iban_valid(value: str) -> bool:
     return int("".join(str(int(c, 36)) for c in iban[4:] + iban[:4])) % 97 == 1
 
 
+def _emails(text: str) -> list[Finding]:
+    """Return email addresses; in "https://alice:pass@host" the part before @ is a password."""
+    return [
+        Finding("email", *m.span())
+        for m in _EMAIL.finditer(text)
+        if not _URL_USER.search(text, max(0, m.start() - 80), m.start())
+    ]
+
+
 def _not_a_date(value: str) -> bool:
     return not _DATE.match(value)
 
@@ -385,7 +398,6 @@ _CHECKED: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     ("password", _PASSWORD_ZH, None),
     ("secret", _SECRET_PREFIXED, None),
     ("secret", _SECRET_NAMED, None),
-    ("email", _EMAIL, None),
     ("bank_account", _IBAN, _iban_valid),
     ("bank_account", _ACCOUNT_NAMED, _not_a_date),
     ("national_id", _SSN, None),
@@ -487,7 +499,7 @@ def _scan(folded: str) -> list[Finding]:
             if valid is None or valid(folded[start:end]):
                 found.append(Finding(kind, start, end))
     found += [Finding("secret", s, e) for s, e in vendor_secret_spans(folded)]
-    found += _cards(folded) + _dotted_cards(folded) + _ids(folded) + _ips(folded)
+    found += _cards(folded) + _dotted_cards(folded) + _ids(folded) + _ips(folded) + _emails(folded)
     return found + _phones(folded)
 
 

@@ -74,12 +74,17 @@ def _plugins() -> tuple[tuple[BasePlugin, ...], Base64HighEntropyString]:
     return tuple(t() for t in _PLUGIN_TYPES), Base64HighEntropyString()
 
 
-def _block(text: str, start: int) -> tuple[int, int]:
-    """Return the span of the key block whose BEGIN line holds `start`."""
-    first = text.rfind("-----", 0, start)
-    first = first if first >= 0 and "\n" not in text[first:start] else start
+def _block(text: str, start: int) -> tuple[int, int] | None:
+    """Return the span of the key block whose BEGIN line holds `start`.
+
+    A block opens with `-----BEGIN`; the words "BEGIN PRIVATE KEY" in a sentence are no key.
+    """
+    if text.startswith("PuTTY", start):
+        return start, len(text)
+    if not text.endswith("-----", 0, start):
+        return None
     end = _BLOCK_END.search(text, start)
-    return first, end.end() if end else len(text)
+    return start - 5, end.end() if end else len(text)
 
 
 def vendor_secret_spans(text: str) -> list[tuple[int, int]]:
@@ -102,7 +107,8 @@ def vendor_secret_spans(text: str) -> list[tuple[int, int]]:
             at = text.find(value)
             while at >= 0:
                 if isinstance(plugin, PrivateKeyDetector):
-                    spans.append(_block(text, at))
+                    block = _block(text, at)
+                    spans += [block] if block else []
                 else:
                     spans.append((at, at + len(value)))
                 at = text.find(value, at + len(value))
