@@ -138,7 +138,11 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
 _IPV4 = re.compile(
     rf"(?<![0-9A-Za-z.])({_OCTET}(?:\.{_OCTET}){{3}})(?::[0-9]{{1,5}})?(?![0-9]|\.[0-9])"
 )
-_IPV6 = re.compile(r"(?<![0-9A-Za-z:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Za-z:])")
+_IPV6 = _keyed(
+    "0-9A-Fa-f:",
+    r"(?<![0-9A-Za-z:])(?=[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:)"
+    r"[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Za-z:])",
+)
 # A dotted quad after a version word is a version ("version 1.2.3.4", "build 10.0.0.1").
 _VERSION_WORD = re.compile(r"(?i:(?:version|ver\.?|v|build|release|python|node|版本号?|版本)\s*)$")
 _IP_WORDS = re.compile(r"(?i:\bip\b|address|server|router|host|gateway|dns|ssh|ping|地址|服务器)")
@@ -149,34 +153,44 @@ _STREET_TYPES = (
 # A house number, one to four capitalised words, a street type: "221B Baker Street".
 # Lower-case names count only after an address word ("I live at 42 baker street"): "I ran 5
 # miles down the road" has a number and a road but no address.
-_ADDRESS_EN = re.compile(
+_ADDRESS_EN = _keyed(
+    "0-9",
     r"(?<![A-Za-z0-9.,$#])[0-9]{1,5}[A-Za-z]?(?:-[0-9]{1,4})?,?\s+"
     r"(?:(?:N|S|E|W|North|South|East|West)\.?\s+)?"
     rf"(?:[A-Z][A-Za-z'.-]*\s+){{1,4}}(?:{_STREET_TYPES})(?![A-Za-z])\.?"
-    r"|(?i:(?<![A-Za-z])(?:live at|lives at|living at|address is|address:|located at|ship it to"
-    r"|send it to|deliver(?: it)? to)\s+)"
-    rf"([0-9]{{1,5}}[A-Za-z]?\s+(?:[A-Za-z'.-]+\s+){{1,4}}(?i:{_STREET_TYPES})(?![A-Za-z])\.?)"
-    r"|(?<![A-Za-z])[A-Z][a-zäöüß]+(?:straße|strasse|weg|gasse|platz|allee)\s+[0-9]{1,4}[a-z]?"
-    r"(?![0-9])"
     r"|(?<![0-9])[0-9]{1,4},?\s+(?:rue|avenue|boulevard|bd|place|quai|via|calle|avenida)\s+"
-    r"(?:d[eu']\s*|de la\s+|des\s+|del\s+)?[A-Z][A-Za-zéèàç'-]+"
+    r"(?:d[eu']\s*|de la\s+|des\s+|del\s+)?[A-Z][A-Za-zéèàç'-]+",
+)
+_ADDRESS_EN_NAMED = _keyed(
+    "LlAaSsDd",
+    r"(?i:(?<![A-Za-z])(?:live at|lives at|living at|address is|address:|located at|ship it to"
+    r"|send it to|deliver(?: it)? to)\s+)"
+    rf"([0-9]{{1,5}}[A-Za-z]?\s+(?:[A-Za-z'.-]+\s+){{1,4}}(?i:{_STREET_TYPES})(?![A-Za-z])\.?)",
+)
+_ADDRESS_DE = _keyed(
+    "A-Z",
+    r"(?<![A-Za-z])[A-Z][a-zäöüß]+(?:straße|strasse|weg|gasse|platz|allee)\s+[0-9]{1,4}[a-z]?"
+    r"(?![0-9])",
 )
 _ZH_NUM = "[0-9一二三四五六七八九十百千零〇]"
 # A road and its house number ("中山路123号", "南锣鼓巷8号"), then maybe a building, unit and
 # room; or a building and a room with no road ("3栋2单元501"). 5号线 is a metro line.
+# The road's name is read backwards from the road word (see `_zh_addresses`): a pattern
+# starting at every character would try eight lengths of name at each.
 _ADDRESS_ZH = re.compile(
-    r"[^\s\W住在到是于去的我你他她来回从和与及了个]{1,8}(?:路|街|大街|大道|巷|弄|胡同)"
-    rf"{_ZH_NUM}{{1,5}}(?:号(?![线门])|弄)(?:{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座))?"
-    rf"(?:{_ZH_NUM}{{1,2}}单元)?(?:[0-9]{{2,5}}(?:室|房|号)?)?"
+    rf"(?:路|街|大道|巷|弄|胡同){_ZH_NUM}{{1,5}}(?:号(?![线门])|弄)"
+    rf"(?:{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座))?(?:{_ZH_NUM}{{1,2}}单元)?(?:[0-9]{{2,5}}(?:室|房|号)?)?"
     rf"|{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座)(?:{_ZH_NUM}{{1,2}}单元)?[0-9]{{2,5}}(?:室|房|号)?"
 )
+_ZH_ROAD_NAME = 8  # characters of a road's name, at most
+_NOT_IN_ROAD_NAME = frozenset("住在到是于去的我你他她来回从和与及了个")
 _DOTTED_CARD = re.compile(
     r"(?<![0-9.])[0-9]{4}(?:\.[0-9]{4}){2,3}(?:\.[0-9]{1,3})?(?![0-9]|\.[0-9])"
 )
-_HK_ID = re.compile(
-    r"(?<![A-Za-z0-9])([A-Z]{1,2})([0-9]{6}) ?(?:\(([0-9A])\)|([0-9A]))(?![A-Za-z0-9])"
+_HK_ID = _keyed(
+    "A-Z", r"(?<![A-Za-z0-9])([A-Z]{1,2})([0-9]{6}) ?(?:\(([0-9A])\)|([0-9A]))(?![A-Za-z0-9])"
 )
-_TW_ID = re.compile(r"(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9])")
+_TW_ID = _keyed("A-Z", r"(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9])")
 _ID_WORDS = re.compile(
     r"(?i:(?<![A-Za-z])(?:id|hkid|identity|identification)(?![A-Za-z]))"
     r"|身份证|身分證|身份證|身分证|证件|字號|字号"
@@ -364,6 +378,27 @@ def _ips(text: str) -> list[Finding]:
     return found
 
 
+def _zh_addresses(text: str) -> list[Finding]:
+    """Return Chinese addresses with a house number, the road's name included."""
+    found: list[Finding] = []
+    for m in _ADDRESS_ZH.finditer(text):
+        start = m.start()
+        if not text[start].isdigit() and text[start] not in _ZH_NUM:
+            name = start
+            while (
+                name > 0
+                and start - name < _ZH_ROAD_NAME
+                and text[name - 1].isalnum()
+                and text[name - 1] not in _NOT_IN_ROAD_NAME
+            ):
+                name -= 1
+            if name == start:
+                continue  # a road word with no name ("路3号") is not enough
+            start = name
+        found.append(Finding("address", start, m.end()))
+    return found
+
+
 def _dotted_cards(text: str) -> list[Finding]:
     """Return Luhn-valid card numbers written in groups of four joined by dots."""
     return [
@@ -407,7 +442,8 @@ _CHECKED: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     ("passport", _PASSPORT, None),
     ("messaging_id", _MESSAGING_ID, None),
     ("address", _ADDRESS_EN, None),
-    ("address", _ADDRESS_ZH, None),
+    ("address", _ADDRESS_EN_NAMED, None),
+    ("address", _ADDRESS_DE, None),
 ]
 
 
@@ -500,6 +536,7 @@ def _scan(folded: str) -> list[Finding]:
                 found.append(Finding(kind, start, end))
     found += [Finding("secret", s, e) for s, e in vendor_secret_spans(folded)]
     found += _cards(folded) + _dotted_cards(folded) + _ids(folded) + _ips(folded) + _emails(folded)
+    found += _zh_addresses(folded)
     return found + _phones(folded)
 
 

@@ -62,7 +62,8 @@ _PLUGIN_TYPES: tuple[type[BasePlugin], ...] = (
 
 # Every credential the plugins know holds a run of 16+ token characters, or names a key
 # block ("PRIVATE KEY", "PuTTY-User-Key-File"); most messages have neither and skip them all.
-_WORTH_SCANNING = re.compile(r"[A-Za-z0-9_\-+/=.:@]{16}|PRIVATE KEY|PuTTY")
+_WORTH_SCANNING = re.compile(r"[A-Za-z0-9_\-+/=.:@]{16,}|PRIVATE KEY|PuTTY")
+_CONTEXT = 64  # characters scanned on each side of a long token
 _BLOCK_END = re.compile(r"-----END [A-Z0-9 ]*-----|\Z")
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/=_-]{24,}(?![A-Za-z0-9+/=_-])")
 _MIXED = re.compile(r"(?=[^A-Z]*[A-Z])(?=[^a-z]*[a-z])(?=[^0-9]*[0-9])")
@@ -87,6 +88,24 @@ def _block(text: str, start: int) -> tuple[int, int] | None:
     return start - 5, end.end() if end else len(text)
 
 
+def _windows(text: str) -> list[tuple[int, str]]:
+    """Return the pieces of a text worth scanning, each with its offset.
+
+    The plugins run on the characters around each long token or key-block word (their
+    keyword forms, such as `AccountKey=` or `cloudant_password: `, sit right beside the
+    value), not on the whole text: a pasted page has few such tokens, and every plugin
+    pattern would otherwise walk all of it.
+    """
+    spans: list[list[int]] = []
+    for m in _WORTH_SCANNING.finditer(text):
+        start, end = max(0, m.start() - _CONTEXT), min(len(text), m.end() + _CONTEXT)
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [(start, text[start:end]) for start, end in spans]
+
+
 def vendor_secret_spans(text: str) -> list[tuple[int, int]]:
     """Return the spans of the credentials `detect-secrets` recognises in a text.
 
@@ -96,22 +115,19 @@ def vendor_secret_spans(text: str) -> list[tuple[int, int]]:
     Returns:
         (start, end) spans, in no particular order; they may overlap.
     """
-    if not _WORTH_SCANNING.search(text):
-        return []
     plugins, entropy = _plugins()
     spans: list[tuple[int, int]] = []
-    for plugin in plugins:
-        for value in plugin.analyze_string(text):
-            if not value:
-                continue
-            at = text.find(value)
-            while at >= 0:
-                if isinstance(plugin, PrivateKeyDetector):
-                    block = _block(text, at)
-                    spans += [block] if block else []
-                else:
-                    spans.append((at, at + len(value)))
-                at = text.find(value, at + len(value))
+    for offset, window in _windows(text):
+        for plugin in plugins:
+            for value in plugin.analyze_string(window):
+                at = window.find(value) if value else -1
+                while at >= 0:
+                    if isinstance(plugin, PrivateKeyDetector):
+                        block = _block(text, offset + at)
+                        spans += [block] if block else []
+                    else:
+                        spans.append((offset + at, offset + at + len(value)))
+                    at = window.find(value, at + len(value))
     for m in _TOKEN.finditer(text):
         token = m.group()
         if _MIXED.match(token) and entropy.calculate_shannon_entropy(token) > entropy.entropy_limit:

@@ -24,7 +24,7 @@ _REPEAT = {"double": 2, "triple": 3}
 _ZH = dict(zip("〇零幺一二两三四五六七八九", "0011223456789", strict=True))
 _EN_WORD = r"(?:zero|one|two|three|four|five|six|seven|eight|nine)"
 _EN_RUN = re.compile(
-    rf"(?i:(?<![A-Za-z])(?:(?:double|triple)[ -])?{_EN_WORD}"
+    rf"(?=[ZzOoTtFfSsEeNnDd])(?i:(?<![A-Za-z])(?:(?:double|triple)[ -])?{_EN_WORD}"
     rf"(?:[ ,-]+(?:(?:double|triple)[ -])?(?:{_EN_WORD}|oh|o)(?![A-Za-z])){{3,}})"
 )
 _ZH_TABLE = str.maketrans(_ZH)
