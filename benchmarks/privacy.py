@@ -11,13 +11,16 @@ Each message is screened with `memory.privacy.find_sensitive`; each figure is th
 `--repeats` passes of the per-message time, in microseconds. `--baseline-ref` also loads
 `memory/privacy.py` as it was at a git commit (say, the one before a change) and times it on
 the same messages in the same run, so `ratio` compares like with like on a busy machine.
-False positives: ordinary statements in which anything is found (target: at most 1%).
+False positives: ordinary statements in which anything is found (target: at most 1%), and
+the same count over every turn of the conversations in benchmarks/data/zh_recall.json and,
+when it is there, the LoCoMo file `benchmarks/_locomo.py` reads (`--locomo`).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import statistics
 import subprocess
 import sys
@@ -30,10 +33,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
+from _locomo import DEFAULT_DATA as DEFAULT_LOCOMO  # noqa: E402
 
 from memory import privacy  # noqa: E402
 
 CORPUS = C.REPO / "tests" / "data" / "ordinary_statements.txt"
+ZH_RECALL = C.REPO / "benchmarks" / "data" / "zh_recall.json"
 # One value of each kind, appended to the ordinary statements in turn.
 VALUES = [
     " My password is Whiskers2019!", " 我的密码跟我生日一样是19900101", " card 4111.1111.1111.1111",
@@ -49,6 +54,19 @@ def ordinary() -> list[str]:
     """The ordinary statements, one per line (comment lines dropped)."""
     lines = CORPUS.read_text(encoding="utf-8").splitlines()
     return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def conversation_turns(path: Path) -> list[str]:
+    """Every turn's text of a LoCoMo-shaped file (zh_recall.json has the same shape)."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    samples = raw["samples"] if isinstance(raw, dict) else raw
+    return [
+        turn["text"]
+        for sample in samples
+        for key, session in sample["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
 
 
 def baseline_module(ref: str) -> ModuleType:
@@ -94,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline-ref", default=None, help="git commit of the filter to compare")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo json file")
     C.output_args(parser, chart=False)
     args = parser.parse_args(argv)
     C.start(args)
@@ -115,9 +134,15 @@ def main(argv: list[str] | None = None) -> None:
             timing[name]["ratio_median"] = C.ratio(
                 timing[name]["current"]["median_us"], timing[name]["baseline"]["median_us"]
             )
-    false_positives = {
-        who: [t for t in plain if f(t)] for who, f in finders.items()
-    }
+    false_positives = {who: [t for t in plain if f(t)] for who, f in finders.items()}
+    turns = {"zh_recall": conversation_turns(ZH_RECALL)}
+    if args.locomo.exists():
+        turns["locomo"] = conversation_turns(args.locomo)
+    conversations = {
+        name: {who: {"n": len(texts), "found_in": sum(bool(f(t)) for t in texts)}
+               for who, f in finders.items()}
+        for name, texts in turns.items()
+    }  # fmt: skip
     caught = {who: sum(bool(f(t)) for t in sets["with_a_value"]) for who, f in finders.items()}
     result = {
         "benchmark": "privacy",
@@ -133,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             for who, hits in false_positives.items()
         },
+        "false_positives_in_conversations": conversations,
         "messages_with_a_value_flagged": {
             who: {"n": len(sets["with_a_value"]), "flagged": n} for who, n in caught.items()
         },

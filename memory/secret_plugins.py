@@ -11,8 +11,9 @@ Two plugins are read more strictly than in a code scan, because chat is not code
 - the private-key plugin names only the `BEGIN ... PRIVATE KEY` line; the whole block, up to
   its `END` line (or the end of the text when the paste was cut), is what must go;
 - the base64 high-entropy plugin looks inside quotes only; here any unquoted run of 24+
-  base64 characters mixing upper case, lower case and digits is measured with the plugin's
-  own entropy and its default limit. Hex strings are left alone (commit hashes, UUIDs);
+  base64 characters mixing upper case, lower case and digits (and not in a link's path) is
+  measured with the plugin's own entropy and its default limit (4.5 bits a character, so
+  random tokens of about 28 characters and more). Hex strings are left alone (commit hashes, UUIDs);
   a hex key named as a key is caught by the keyword rules of `memory.privacy`.
 """
 
@@ -131,5 +132,7 @@ def vendor_secret_spans(text: str) -> list[tuple[int, int]]:
     for m in _TOKEN.finditer(text):
         token = m.group()
         if _MIXED.match(token) and entropy.calculate_shannon_entropy(token) > entropy.entropy_limit:
-            spans.append(m.span())
+            word_start = max(text.rfind(" ", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+            if "://" not in text[word_start : m.start()]:  # a link's path is no key
+                spans.append(m.span())
     return spans
