@@ -106,7 +106,7 @@ _PASSWORD_ZH = _keyed(
 # "I set my password to X"): the value must then look like one (a digit, a symbol or an inner
 # capital), so "the password for the wifi is on the fridge" is left alone.
 _PASSWORD_EN_INDIRECT = _keyed(
-    "PpOoSsLlWwDdGgAaEe",
+    "PpWwDdGgAaLlEeSs",
     r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pw|pin|wi-?fi key"
     r"|(?:door|gate|alarm|lock|entry|safe) code)"
     r"(?:\s+(?:for|of|to|on|at)\s+[^.!?\n:=。！？]{1,40}?)?"
@@ -445,6 +445,21 @@ _CHECKED: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     ("address", _ADDRESS_EN_NAMED, None),
     ("address", _ADDRESS_DE, None),
 ]
+# Words a keyword pattern cannot match without (lower case): a text holding none of them
+# skips the pattern. `in` on a string is a fast scan; a case-insensitive regex over a long
+# paste is not.
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _PASSWORD_EN: ("pass", "pw", "pin", "otp", "code"),
+    _PASSWORD_ZH: ("密码", "口令", "验证码", "校验码", "动态码", "pin码"),
+    _SECRET_NAMED: ("key", "token", "secret", "bearer", "密钥", "秘钥", "令牌"),
+    _ACCOUNT_NAMED: ("account", "acct", "a/c", "账", "帐", "卡"),
+    _PASSWORD_EN_INDIRECT: ("pass", "pw", "pin", "wifi", "wi-fi", "code"),
+    _PASSWORD_ZH_INDIRECT: ("密码", "口令", "pin码"),
+    _PASSPORT: ("passport", "护照", "通行证"),
+    _MESSAGING_ID: ("wechat", "weixin", "wx", "vx", "qq", "微信"),
+    _ADDRESS_EN_NAMED: ("live", "living", "address", "located", "ship", "send", "deliver"),
+    _ADDRESS_DE: ("straße", "strasse", "weg", "gasse", "platz", "allee"),
+}
 
 
 def _cards(text: str) -> list[Finding]:
@@ -527,7 +542,11 @@ def _phones(text: str) -> list[Finding]:
 def _scan(folded: str) -> list[Finding]:
     """Return every finding of every detector in a folded text, overlaps included."""
     found: list[Finding] = []
+    low = folded.lower()
     for kind, pattern, valid in _CHECKED:
+        needs = _NEEDS.get(pattern)
+        if needs is not None and not any(word in low for word in needs):
+            continue
         for m in pattern.finditer(folded):
             start, end = m.span(m.lastindex or 0)
             while end > start + 1 and folded[end - 1] in _TRAILING:
