@@ -553,9 +553,10 @@ _FUTURE = re.compile(
 )
 _PAST = re.compile(r"\b(?:did|was|were|went|had|ago)\b|了|过")
 # Verbs that tell the event itself happened ("I met Anna on Friday"). Not every past verb:
-# "I booked a table for Friday" is about the next Friday.
+# "I booked a table for Friday" and "我约了周五吃饭" are about the next Friday.
 _PAST_STATEMENT = re.compile(
-    r"\b(?:did|was|were|went|had|ago|met|saw|visited|came|ate|flew|spent)\b|了|过|曾经"
+    r"\b(?:did|was|were|went|had|ago|met|saw|visited|came|ate|flew|spent)\b"
+    r"|(?<![约订定买报排请租挂])了|(?<![约订定买报排请租挂])过|曾经"
 )
 
 

@@ -156,6 +156,8 @@ def test_a_date_phrase_alone(text: str, phrase: bool) -> None:
         ("I will meet Anna on Friday", "future", "2026-11-20"),
         ("I booked a table for Friday", "future", "2026-11-20"),
         ("月底我们去了趟杭州", "past", "2026-10-31"),
+        ("我约了周五吃饭", "future", "2026-11-20"),
+        ("我订了周六的机票", "future", "2026-11-21"),
     ],
 )
 def test_a_statement_that_tells_what_happened_leans_back(text: str, lean: str, day: str) -> None:
