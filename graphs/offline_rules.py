@@ -26,8 +26,9 @@ from memory.extraction import (
     trim_phrase,
 )
 from memory.records import normalize_text
+from memory.recurring import recurring_fact
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
-from memory.timeparse import find_date
+from memory.timeparse import find_date, is_date_phrase, statement_lean
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
@@ -360,24 +361,34 @@ def _negation(clause: str) -> CandidateMemory | None:
     return None
 
 
-_PLAN = re.compile(
-    r"^(?:i|we)\b|^(?:i'm|i am|we're|we are|my|our)\b|^(?:我|我们|咱们)|(?:我|我们|咱们)", re.I
-)
+# The speaker anywhere in the clause: "Next Friday I fly to Paris" leads with its date.
+_PLAN = re.compile(r"\b(?:i|we|i'm|i am|we're|we are|my|our)\b|我|咱们", re.I)
+_PAST_SPAN_DAYS = 31  # a past month is an event ("二〇二三年三月我在东京"); a past year is not
 
 
 def _clauses(sentence: str) -> list[str]:
     parts = re.split(
         r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
     )
-    return [p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")]
+    out: list[str] = []
+    for part in (p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")):
+        if out and is_date_phrase(out[-1]):  # "Next Friday, I ...": the date is the next clause's
+            out[-1] = f"{out[-1]}{'，' if has_cjk(part) else ', '}{part}"
+        else:
+            out.append(part)
+    return out
 
 
-def _event(clause: str, now: datetime) -> CandidateMemory | None:
-    mention = find_date(clause, now)
+def _event(clause: str, now: datetime, *, past: bool = False) -> CandidateMemory | None:
+    """Return a dated event: a plan (`past` False) or, with `past`, what already happened."""
+    mention = find_date(clause, now, lean=statement_lean(clause))
     if mention is None or not _PLAN.search(clause):
         return None
-    if mention.day < now.date() or (mention.end and (mention.end - mention.day).days > 7):
-        return None  # history, or a month or a year (no day to remind of): other rules apply
+    days = (mention.end - mention.day).days if mention.end else 0
+    if past != ((mention.end or mention.day) < now.date()):
+        return None
+    if days > (_PAST_SPAN_DAYS if past else 7):
+        return None  # a plan for a month or a year (no day to remind of), or a past year
     iso = mention.day.isoformat()
     zh = has_cjk(clause)
     content = f"{trim_phrase(clause)}（{iso}）" if zh else f"{trim_phrase(clause)} ({iso})."
@@ -390,6 +401,14 @@ def _event(clause: str, now: datetime) -> CandidateMemory | None:
         confidence=0.9,
         event_date=iso,
     )
+
+
+def _undated(clause: str, now: datetime) -> str:
+    """Drop a leading date phrase, so "上个月我搬到无锡了" reads as "我搬到无锡了"."""
+    mention = find_date(clause, now)
+    if mention is None or not clause.startswith(mention.text):
+        return clause
+    return clause[len(mention.text) :].lstrip(" ,，、") or clause
 
 
 def extract_rules(text: str, now: datetime) -> Extraction:
@@ -414,16 +433,20 @@ def extract_rules(text: str, now: datetime) -> Extraction:
         for clause in _clauses(sentence):
             rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
             cand = None
-            if find_date(clause, now) is not None:
-                cand = _event(clause, now)
+            dated = find_date(clause, now) is not None
+            if dated:  # a birthday recurs: a yearly fact, never an expiring event
+                cand = recurring_fact(clause) or _event(clause, now)
             if cand is None:
                 cand = _negation(clause)
             if cand is None:
+                body = _undated(clause, now) if dated else clause
                 for pat, build in _CONTACT + rules:
-                    m = pat.search(clause)
+                    m = pat.search(body)
                     if m:
                         cand = build(m)
                         break
+            if cand is None and dated:  # history, when no typed rule read the clause
+                cand = _event(clause, now, past=True)
             if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
                 cand = None  # the pattern matched, but the value it names is empty
             if cand is not None and len(out.memories) < MAX_CANDIDATES:

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
 __all__ = [
     "HOLIDAY_RE", "LUNAR_YEARS", "MAX_DAYS_AHEAD", "MAX_DAYS_BACK", "UNIT_DAYS", "DaySpan",
     "add_days", "add_months", "counted", "day_of_month", "holiday_span", "lean_year",
-    "month_day", "month_span", "nearest_holiday", "one_day", "safe_date", "season_span",
-    "week_span", "weekday_span", "weekend_span", "year_span",
+    "month_day", "month_part", "month_span", "nearest_holiday", "one_day", "pick_part",
+    "safe_date", "season_span", "week_part", "week_span", "weekday_span", "weekend_span",
+    "year_part", "year_span",
 ]  # fmt: skip
 
 UNIT_DAYS = {"day": 1, "week": 7, "fortnight": 14, "month": 30, "year": 365}
@@ -268,3 +270,61 @@ def season_span(today: date, which: str, first_month: int, future: bool) -> DayS
     start = date(year, first_month, 1)
     end = add_months(start, 3)
     return DaySpan(start, end - timedelta(days=1)) if end else None
+
+
+# --- parts of a month, a week, a year ---------------------------------------------------------
+
+# Days of a month that each word names, as jionlp reads the Chinese ones (月初 1-5, 上旬 1-10,
+# 中旬 11-20, 下旬 21-end, 月底 25-end); 31 stands for the month's last day. "end" days carry
+# the last day as their anchor: "月底交报告" is due on the 30th, not the 25th.
+MONTH_PARTS = {"start": (1, 5), "early": (1, 10), "mid": (11, 20), "late": (21, 31),
+               "end": (25, 31)}  # fmt: skip
+# Months of a year (年初 January-February, 年底 November-December, as jionlp reads them).
+YEAR_PARTS = {"start": (1, 2), "early": (1, 2), "mid": (6, 7), "late": (11, 12), "end": (11, 12)}
+# Weekdays of a week (0 Monday): "the end of the week" is Friday to Sunday, due on Friday.
+WEEK_PARTS = {"start": (0, 1), "early": (0, 1), "mid": (2, 3), "late": (4, 6), "end": (4, 6)}
+
+
+def month_part(year: int, month: int, part: str) -> DaySpan | None:
+    """Return the days of a month that `part` (a key of `MONTH_PARTS`) names."""
+    span = month_span(year, month)
+    if span is None:
+        return None
+    first, last = MONTH_PARTS[part]
+    start, end = span.first.replace(day=first), span.last.replace(day=min(last, span.last.day))
+    return DaySpan(start, end, end if part == "end" else None)
+
+
+def year_part(year: int, part: str) -> DaySpan | None:
+    """Return the months of a year that `part` (a key of `YEAR_PARTS`) names."""
+    first, last = YEAR_PARTS[part]
+    start, end = month_span(year, first), month_span(year, last)
+    if start is None or end is None:
+        return None
+    return DaySpan(start.first, end.last, end.last if part == "end" else None)
+
+
+def week_part(today: date, weeks: int, part: str) -> DaySpan:
+    """Return the days of this week (0), next week (1), ... that `part` names."""
+    monday = week_span(today, weeks).first
+    first, last = WEEK_PARTS[part]
+    start, end = monday + timedelta(days=first), monday + timedelta(days=last)
+    return DaySpan(start, end, start if part == "end" else None)
+
+
+def pick_part(
+    today: date, future: bool, part_of: Callable[[int], DaySpan | None]
+) -> DaySpan | None:
+    """Return the part of this month (week, year) that `part_of(0)` gives, or of the one next to it.
+
+    Leaning forward, a part already over is next month's ("月初" said on the 20th); leaning
+    back, a part not begun is last month's ("end of the month" asked on the 10th).
+    """
+    this = part_of(0)
+    if this is None:
+        return None
+    if future and this.last < today:
+        return part_of(1)
+    if not future and this.first > today:
+        return part_of(-1)
+    return this

@@ -118,10 +118,16 @@ def coerce_extraction(raw: Any) -> Extraction:
 
 def event_expiry(
     event_day: datetime | None, said_at: datetime, ttl: timedelta = DEFAULT_EVENT_TTL
-) -> datetime:
-    """Return when an event leaves recall: the day after it happens, or `ttl` after it was said."""
+) -> datetime | None:
+    """Return when an event leaves recall: the day after it happens, or `ttl` after it was said.
+
+    An event that had already happened when it was said ("大前天我去了超市") is history and
+    never leaves (None): expiring it the day after would drop it as it is written.
+    """
     if event_day is None:
         return said_at + ttl
+    if event_day.date() < said_at.date():
+        return None
     return datetime.combine(event_day.date() + timedelta(days=1), time(), tzinfo=said_at.tzinfo)
 
 

@@ -1,11 +1,17 @@
 r"""Sensitive data that memory must not keep: detection and redaction.
 
-Detected: passwords, PINs and one-time codes named by a keyword; API keys and tokens (vendor
-prefixes, JWTs, or a value named as a key, token or bearer); payment card numbers (Luhn);
-national IDs (Chinese resident IDs with a real birth date and checksum, US SSNs); bank accounts
-(IBANs with their mod-97 checksum, or digits named as an account); phone numbers (Chinese
-mobiles always, other formats when `phonenumbers` finds them valid and they start with `+` or
-sit near a word such as phone or 电话); email addresses.
+Detected: passwords, PINs and one-time codes named by a keyword, also when words come between
+("the password for my router is ...", "密码跟我生日一样是..."); API keys and tokens (vendor
+formats, private-key blocks, JWTs and random-looking tokens through `detect-secrets`, see
+`memory.secret_plugins`, plus a value named as a key, token or bearer); payment card numbers
+(Luhn, digits grouped by spaces, dashes or dots); national IDs (Chinese resident IDs with a real
+birth date and a checksum, or written 6-8-4 or named as an ID; Hong Kong and Taiwan IDs by
+their check digits; US SSNs, also named "my social"); passport numbers named as such; bank
+accounts (IBANs with their mod-97 checksum, or digits named as an account); phone numbers
+(Chinese mobiles always, other formats when `phonenumbers` finds them valid and they start
+with `+` or sit near a word such as phone or 电话); email addresses; WeChat and QQ IDs named
+as such; IP addresses; street addresses with a house number (zh and en). Numbers written out
+digit by digit in words or Chinese numerals are read as digits first (`memory.spoken_digits`).
 
 Boundaries are spelled out as ASCII classes rather than `\b`: CJK characters count as `\w`,
 so `\b` never fires between 邮箱 and an address glued to it.
@@ -13,6 +19,7 @@ so `\b` never fires between 邮箱 and an address glued to it.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
@@ -23,6 +30,9 @@ from itertools import accumulate
 
 import phonenumbers
 
+from memory.secret_plugins import vendor_secret_spans
+from memory.spoken_digits import spell_out
+
 # Kinds, in the words used when telling the user what was not remembered.
 LABELS = {
     "password": ("a password", "密码"),
@@ -32,12 +42,28 @@ LABELS = {
     "bank_account": ("a bank account number", "银行账号"),
     "phone": ("a phone number", "电话号码"),
     "email": ("an email address", "电子邮箱"),
+    "passport": ("a passport number", "护照号码"),
+    "messaging_id": ("a WeChat or QQ ID", "微信号或QQ号"),
+    "ip_address": ("an IP address", "IP 地址"),
+    "address": ("a street address", "住址"),
 }
 # When two kinds claim the same span, the more specific check wins.
 _PRIORITY = {
     k: i
     for i, k in enumerate(
-        ["password", "secret", "national_id", "card", "bank_account", "phone", "email"]
+        [
+            "password",
+            "secret",
+            "national_id",
+            "passport",
+            "card",
+            "bank_account",
+            "phone",
+            "messaging_id",
+            "email",
+            "ip_address",
+            "address",
+        ]  # fmt: skip
     )
 }
 
@@ -61,7 +87,7 @@ _UNREDACTED = r"(?!\[redacted )"  # markers from an earlier pass are not secrets
 
 _PASSWORD_EN = _keyed(
     "PpOoVvSsLl2",
-    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pin|otp"
+    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pw|pin|otp"
     r"|(?:verification|security|one[- ]time|2fa|sms|login) (?:code|password))"
     r"(?:\s*(?:code|number))?(?![A-Za-z])"
     r"(?:\s*[:=]|\s+(?:is|was)(?![A-Za-z])\s*:?|\s*[是为])\s*"
@@ -76,6 +102,105 @@ _PASSWORD_ZH = _keyed(
     r"(?:密码|口令|验证码|校验码|动态码|(?i:pin)码)"
     rf"(?:\s*(?:[是为:=]\s*){{1,2}}|\s*)(?=[!-~]{{3}})(?![:=]){_UNREDACTED}([!-~]+)",
 )
+# Words between the keyword and the value ("the password for my router is X", "wifi pw: X",
+# "I set my password to X"): the value must then look like one (a digit, a symbol or an inner
+# capital), so "the password for the wifi is on the fridge" is left alone.
+_PASSWORD_EN_INDIRECT = _keyed(
+    "PpWwDdGgAaLlEeSs",
+    r"(?i:(?<![A-Za-z])(?:password|passcode|passphrase|passwd|pwd|pw|pin|wi-?fi key"
+    r"|(?:door|gate|alarm|lock|entry|safe) code)"
+    r"(?:\s+(?:for|of|to|on|at)\s+[^.!?\n:=。！？]{1,40}?)?"
+    r"(?:\s*[:=]|\s+(?:is|was|is now|to|into|as)(?![A-Za-z])\s*:?)\s*)"
+    rf"{_UNREDACTED}((?=[!-~]*(?:[0-9!#$%&*+<=>?@^_|~]|[a-z][A-Z]))[!-~]{{4,}})",
+)
+_PASSWORD_ZH_INDIRECT = _keyed(
+    "密口Pp",
+    r"(?:密码|口令|(?i:pin)码)[^。！？!?\n]{0,15}?"
+    r"(?:设置?[成为]了?|改[成为]了?|换成了?|设的是|用的是|是|为|[:=：])\s*"
+    # The value may follow a description of it: 用的是我女儿名字加生日xiaoyu0601.
+    rf"[\u4e00-\u9fff]{{0,12}}?{_UNREDACTED}([!-~]{{4,}})",
+)
+_PASSPORT = _keyed(
+    "Pp护通",
+    r"(?:(?i:(?<![A-Za-z])passport(?:\s*(?:number|no\.?|#))?(?![A-Za-z]))|护照(?:号码?)?|通行证(?:号码?)?)"
+    r"[^.!?\n。！？0-9A-Z]{0,12}?"
+    r"(?<![A-Za-z])((?=[A-Z]{0,2}[0-9]{6})[A-Z]{0,2}[0-9]{6,9})(?![A-Za-z0-9])",
+)
+_MESSAGING_ID = _keyed(
+    "WwQqVv微加",
+    r"(?:(?i:(?<![A-Za-z])(?:wechat|weixin|wx|vx|qq)(?:\s*(?:id|number|no\.?|account))?(?![A-Za-z]))"
+    r"|微信号?|加我微信)"
+    r"\s*(?:(?:is|:|=|是|号是|号码是|号|：)\s*)?"
+    r"((?=[A-Za-z0-9_-]*[0-9_-])[A-Za-z][A-Za-z0-9_-]{5,19}(?![A-Za-z0-9_-])"
+    r"|(?<![0-9])[1-9][0-9]{4,11}(?![0-9]))",
+)
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+_IPV4 = re.compile(
+    rf"(?<![0-9A-Za-z.])({_OCTET}(?:\.{_OCTET}){{3}})(?::[0-9]{{1,5}})?(?![0-9]|\.[0-9])"
+)
+_IPV6 = _keyed(
+    "0-9A-Fa-f:",
+    r"(?<![0-9A-Za-z:])(?=[0-9A-Fa-f]{0,4}:[0-9A-Fa-f]{0,4}:)"
+    r"[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Za-z:])",
+)
+# A dotted quad after a version word is a version ("version 1.2.3.4", "build 10.0.0.1").
+_VERSION_WORD = re.compile(r"(?i:(?:version|ver\.?|v|build|release|python|node|版本号?|版本)\s*)$")
+_IP_WORDS = re.compile(r"(?i:\bip\b|address|server|router|host|gateway|dns|ssh|ping|地址|服务器)")
+_STREET_TYPES = (
+    "Street|St|Avenue|Ave|Road|Rd|Boulevard|Blvd|Lane|Ln|Drive|Dr|Court|Ct|Way|Place|Pl|"
+    "Terrace|Crescent|Close|Parkway|Pkwy|Highway|Hwy|Square|Sq|Circle|Cir|Trail|Row|Gardens"
+)
+# A house number, one to four capitalised words, a street type: "221B Baker Street".
+# Lower-case names count only after an address word ("I live at 42 baker street"): "I ran 5
+# miles down the road" has a number and a road but no address.
+_ADDRESS_EN = _keyed(
+    "0-9",
+    r"(?<![A-Za-z0-9.,$#])[0-9]{1,5}[A-Za-z]?(?:-[0-9]{1,4})?,?\s+"
+    r"(?:(?:N|S|E|W|North|South|East|West)\.?\s+)?"
+    rf"(?:[A-Z][A-Za-z'.-]*\s+){{1,4}}(?:{_STREET_TYPES})(?![A-Za-z])\.?"
+    r"|(?<![0-9])[0-9]{1,4},?\s+(?:rue|avenue|boulevard|bd|place|quai|via|calle|avenida)\s+"
+    r"(?:d[eu']\s*|de la\s+|des\s+|del\s+)?[A-Z][A-Za-zéèàç'-]+",
+)
+_ADDRESS_EN_NAMED = _keyed(
+    "LlAaSsDd",
+    r"(?i:(?<![A-Za-z])(?:live at|lives at|living at|address is|address:|located at|ship it to"
+    r"|send it to|deliver(?: it)? to)\s+)"
+    rf"([0-9]{{1,5}}[A-Za-z]?\s+(?:[A-Za-z'.-]+\s+){{1,4}}(?i:{_STREET_TYPES})(?![A-Za-z])\.?)",
+)
+_ADDRESS_DE = _keyed(
+    "A-Z",
+    r"(?<![A-Za-z])[A-Z][a-zäöüß]+(?:straße|strasse|weg|gasse|platz|allee)\s+[0-9]{1,4}[a-z]?"
+    r"(?![0-9])",
+)
+_ZH_NUM = "[0-9一二三四五六七八九十百千零〇]"
+# A road and its house number ("中山路123号", "南锣鼓巷8号"), then maybe a building, unit and
+# room; or a building and a room with no road ("3栋2单元501"). 5号线 is a metro line.
+# The road's name is read backwards from the road word (see `_zh_addresses`): a pattern
+# starting at every character would try eight lengths of name at each.
+_ADDRESS_ZH = re.compile(
+    rf"(?:路|街|大道|巷|弄|胡同){_ZH_NUM}{{1,5}}(?:号(?![线门])|弄)"
+    rf"(?:{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座))?(?:{_ZH_NUM}{{1,2}}单元)?(?:[0-9]{{2,5}}(?:室|房|号)?)?"
+    rf"|{_ZH_NUM}{{1,3}}(?:栋|幢|号楼|座)(?:{_ZH_NUM}{{1,2}}单元)?[0-9]{{2,5}}(?:室|房|号)?"
+)
+_ZH_ROAD_NAME = 8  # characters of a road's name, at most
+_NOT_IN_ROAD_NAME = frozenset("住在到是于去的我你他她来回从和与及了个")
+_DOTTED_CARD = re.compile(
+    r"(?<![0-9.])[0-9]{4}(?:\.[0-9]{4}){2,3}(?:\.[0-9]{1,3})?(?![0-9]|\.[0-9])"
+)
+_HK_ID = _keyed(
+    "A-Z", r"(?<![A-Za-z0-9])([A-Z]{1,2})([0-9]{6}) ?(?:\(([0-9A])\)|([0-9A]))(?![A-Za-z0-9])"
+)
+_TW_ID = _keyed("A-Z", r"(?<![A-Za-z0-9])[A-Z][12][0-9]{8}(?![A-Za-z0-9])")
+_ID_WORDS = re.compile(
+    r"(?i:(?<![A-Za-z])(?:id|hkid|identity|identification)(?![A-Za-z]))"
+    r"|身份证|身分證|身份證|身分证|证件|字號|字号"
+)
+_ID_REACH = 24  # characters between an ID word and the number it names
+_TW_LETTERS = dict(zip("ABCDEFGHJKLMNPQRSTUVXYWZIO", range(10, 36), strict=True))
+# The first two digits of a resident ID: provinces, then Taiwan, Hong Kong and Macao.
+_CN_PROVINCES = frozenset(
+    map(str, [*range(11, 16), *range(21, 24), *range(31, 38), *range(41, 47), *range(50, 55)])
+) | frozenset(map(str, [*range(61, 66), 71, 81, 82]))
 _SECRET_PREFIXED = re.compile(
     r"(?<![A-Za-z0-9_-])(?:sk-(?=[A-Za-z_-]*[0-9])[A-Za-z0-9_-]{20,}"
     r"|[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
@@ -97,6 +222,7 @@ _EMAIL = re.compile(
     r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
     r"\.[A-Za-z]{2,}(?![A-Za-z0-9-])"
 )
+_URL_USER = re.compile(r"://[^\s/@]*:$")
 _IBAN = re.compile(
     r"(?<![A-Za-z0-9])[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?(?![A-Za-z0-9])"
 )
@@ -109,12 +235,13 @@ _ACCOUNT_NAMED = _keyed(
 _SSN = _keyed(
     "0-9Ss",
     r"(?<![A-Za-z0-9_-])(?!000|666|9)[0-9]{3}-(?!00)[0-9]{2}-(?!0000)[0-9]{4}(?![A-Za-z0-9_-])"
-    r"|(?i:(?<![A-Za-z])(?:ssn|social security(?: number)?)(?![A-Za-z]))"
+    r"|(?i:(?<![A-Za-z])(?:ssn|social security(?: number| no\.?)?|social(?: number| no\.?)?)"
+    r"(?![A-Za-z]))"
     r"\s*(?:(?:is|was)\s+|[:#=]\s*)?([0-9]{3}[ -]?[0-9]{2}[ -]?[0-9]{4})(?![0-9])",
 )
 # Letters may touch it (ID110105...): the date and checksum keep this specific enough.
 _CN_ID = re.compile(
-    r"(?<![0-9])[1-9][0-9]{5} ?(?:18|19|20)[0-9]{2} ?[0-9]{4} ?[0-9]{3}[0-9Xx](?![0-9])"
+    r"(?<![0-9])[1-9][0-9]{5}([ -]?)(?:18|19|20)[0-9]{2}\1?[0-9]{4}\1[0-9]{3}[0-9Xx](?![0-9])"
 )
 # An 11-digit 1[3-9]x number is a mobile in nearly every Chinese text, so no keyword is needed.
 _CN_MOBILE = re.compile(r"(?<![0-9])(?:(?:\+|00)86[ -]?)?1[3-9][0-9](?:[ -]?[0-9]{4}){2}(?![0-9])")
@@ -168,13 +295,117 @@ def cn_id_ok(number: str) -> bool:
     return "10X98765432"[total % 11] == number[17].upper()
 
 
-def _cn_id_valid(value: str) -> bool:
-    number = value.replace(" ", "")
+def hk_id_ok(letters: str, digits: str, check: str) -> bool:
+    """Return True if a Hong Kong identity card number's check digit is right.
+
+    Args:
+        letters: The one or two leading capitals.
+        digits: The six digits.
+        check: The check character, 0-9 or A (written in brackets on the card).
+    """
+    values = ([36] if len(letters) == 1 else []) + [ord(c) - 55 for c in letters]
+    values += [int(c) for c in digits]
+    total = sum(v * w for v, w in zip(values, range(9, 1, -1), strict=True))
+    return (11 - total % 11) % 11 == (10 if check == "A" else int(check))
+
+
+def tw_id_ok(number: str) -> bool:
+    """Return True if a Taiwan ID (a letter, 1 or 2, eight digits) has a valid check digit."""
+    code = _TW_LETTERS.get(number[:1])
+    if code is None or len(number) != 10 or not number[1:].isdigit():
+        return False
+    weights = (1, 9, 8, 7, 6, 5, 4, 3, 2, 1, 1)
+    digits = [code // 10, code % 10, *map(int, number[1:])]
+    return sum(d * w for d, w in zip(digits, weights, strict=True)) % 10 == 0
+
+
+def _cn_id_date_ok(number: str) -> bool:
     try:
         born = date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
     except ValueError:
         return False
-    return date(1900, 1, 1) <= born <= date.today() and cn_id_ok(number)
+    return date(1900, 1, 1) <= born <= date.today()
+
+
+def _id_word_before(text: str, start: int) -> bool:
+    return _ID_WORDS.search(text, max(0, start - _ID_REACH), start) is not None
+
+
+def _ids(text: str) -> list[Finding]:
+    """Return Chinese, Hong Kong and Taiwan ID numbers.
+
+    A Chinese ID needs a real birth date and either its checksum or, as people mistype, a
+    province code with the 6-8-4 grouping or an ID word before it. A Hong Kong ID needs its
+    check digit and either the brackets or an ID word; a Taiwan ID its check digit and an ID word.
+    """
+    found: list[Finding] = []
+    for m in _CN_ID.finditer(text):
+        number = m.group().replace(" ", "").replace("-", "")
+        if not _cn_id_date_ok(number):
+            continue
+        grouped = bool(m.group(1)) or _id_word_before(text, m.start())
+        if cn_id_ok(number) or (grouped and number[:2] in _CN_PROVINCES):
+            found.append(Finding("national_id", *m.span()))
+    for m in _HK_ID.finditer(text):
+        letters, digits, bracketed, bare = m.groups()
+        if (bracketed or _id_word_before(text, m.start())) and hk_id_ok(
+            letters, digits, bracketed or bare
+        ):
+            found.append(Finding("national_id", *m.span()))
+    for m in _TW_ID.finditer(text):
+        if tw_id_ok(m.group()) and _id_word_before(text, m.start()):
+            found.append(Finding("national_id", *m.span()))
+    return found
+
+
+def _ips(text: str) -> list[Finding]:
+    """Return IPv4 and IPv6 addresses; a dotted quad of small numbers needs an IP word nearby."""
+    found: list[Finding] = []
+    for m in _IPV4.finditer(text):
+        if _VERSION_WORD.search(text, max(0, m.start() - 10), m.start()):
+            continue
+        octets = [int(o) for o in m.group(1).split(".")]
+        near = _IP_WORDS.search(text, max(0, m.start() - _ID_REACH * 2), m.start())
+        if near or max(octets) >= 10 and octets[0] != 0:
+            found.append(Finding("ip_address", *m.span()))
+    for m in _IPV6.finditer(text):
+        if sum(bool(g) for g in m.group().split(":")) >= 3:  # "a::b" is not an address
+            try:
+                ipaddress.IPv6Address(m.group())
+            except ValueError:
+                continue
+            found.append(Finding("ip_address", *m.span()))
+    return found
+
+
+def _zh_addresses(text: str) -> list[Finding]:
+    """Return Chinese addresses with a house number, the road's name included."""
+    found: list[Finding] = []
+    for m in _ADDRESS_ZH.finditer(text):
+        start = m.start()
+        if not text[start].isdigit() and text[start] not in _ZH_NUM:
+            name = start
+            while (
+                name > 0
+                and start - name < _ZH_ROAD_NAME
+                and text[name - 1].isalnum()
+                and text[name - 1] not in _NOT_IN_ROAD_NAME
+            ):
+                name -= 1
+            if name == start:
+                continue  # a road word with no name ("路3号") is not enough
+            start = name
+        found.append(Finding("address", start, m.end()))
+    return found
+
+
+def _dotted_cards(text: str) -> list[Finding]:
+    """Return Luhn-valid card numbers written in groups of four joined by dots."""
+    return [
+        Finding("card", *m.span())
+        for m in _DOTTED_CARD.finditer(text)
+        if 13 <= len(m.group().replace(".", "")) <= 19 and luhn_ok(m.group().replace(".", ""))
+    ]
 
 
 def _iban_valid(value: str) -> bool:
@@ -182,6 +413,15 @@ def _iban_valid(value: str) -> bool:
     if not 15 <= len(iban) <= 34:
         return False
     return int("".join(str(int(c, 36)) for c in iban[4:] + iban[:4])) % 97 == 1
+
+
+def _emails(text: str) -> list[Finding]:
+    """Return email addresses; in "https://alice:pass@host" the part before @ is a password."""
+    return [
+        Finding("email", *m.span())
+        for m in _EMAIL.finditer(text)
+        if not _URL_USER.search(text, max(0, m.start() - 80), m.start())
+    ]
 
 
 def _not_a_date(value: str) -> bool:
@@ -193,13 +433,33 @@ _CHECKED: list[tuple[str, re.Pattern[str], Callable[[str], bool] | None]] = [
     ("password", _PASSWORD_ZH, None),
     ("secret", _SECRET_PREFIXED, None),
     ("secret", _SECRET_NAMED, None),
-    ("email", _EMAIL, None),
     ("bank_account", _IBAN, _iban_valid),
     ("bank_account", _ACCOUNT_NAMED, _not_a_date),
     ("national_id", _SSN, None),
-    ("national_id", _CN_ID, _cn_id_valid),
     ("phone", _CN_MOBILE, None),
+    ("password", _PASSWORD_EN_INDIRECT, None),
+    ("password", _PASSWORD_ZH_INDIRECT, None),
+    ("passport", _PASSPORT, None),
+    ("messaging_id", _MESSAGING_ID, None),
+    ("address", _ADDRESS_EN, None),
+    ("address", _ADDRESS_EN_NAMED, None),
+    ("address", _ADDRESS_DE, None),
 ]
+# Words a keyword pattern cannot match without (lower case): a text holding none of them
+# skips the pattern. `in` on a string is a fast scan; a case-insensitive regex over a long
+# paste is not.
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _PASSWORD_EN: ("pass", "pw", "pin", "otp", "code"),
+    _PASSWORD_ZH: ("密码", "口令", "验证码", "校验码", "动态码", "pin码"),
+    _SECRET_NAMED: ("key", "token", "secret", "bearer", "密钥", "秘钥", "令牌"),
+    _ACCOUNT_NAMED: ("account", "acct", "a/c", "账", "帐", "卡"),
+    _PASSWORD_EN_INDIRECT: ("pass", "pw", "pin", "wifi", "wi-fi", "code"),
+    _PASSWORD_ZH_INDIRECT: ("密码", "口令", "pin码"),
+    _PASSPORT: ("passport", "护照", "通行证"),
+    _MESSAGING_ID: ("wechat", "weixin", "wx", "vx", "qq", "微信"),
+    _ADDRESS_EN_NAMED: ("live", "living", "address", "located", "ship", "send", "deliver"),
+    _ADDRESS_DE: ("straße", "strasse", "weg", "gasse", "platz", "allee"),
+}
 
 
 def _cards(text: str) -> list[Finding]:
@@ -279,26 +539,44 @@ def _phones(text: str) -> list[Finding]:
     return found
 
 
-def find_sensitive(text: str) -> list[Finding]:
-    """Find the sensitive spans in a text.
-
-    Args:
-        text: Any text, in any language; full-width characters are understood.
-
-    Returns:
-        The spans in order, without overlaps. Where two overlap, the earlier (then the longer)
-        one is kept.
-    """
-    folded = text.translate(_FOLD)
+def _scan(folded: str) -> list[Finding]:
+    """Return every finding of every detector in a folded text, overlaps included."""
     found: list[Finding] = []
+    low = folded.lower()
     for kind, pattern, valid in _CHECKED:
+        needs = _NEEDS.get(pattern)
+        if needs is not None and not any(word in low for word in needs):
+            continue
         for m in pattern.finditer(folded):
             start, end = m.span(m.lastindex or 0)
             while end > start + 1 and folded[end - 1] in _TRAILING:
                 end -= 1
             if valid is None or valid(folded[start:end]):
                 found.append(Finding(kind, start, end))
-    found += _cards(folded) + _phones(folded)
+    found += [Finding("secret", s, e) for s, e in vendor_secret_spans(folded)]
+    found += _cards(folded) + _dotted_cards(folded) + _ids(folded) + _ips(folded) + _emails(folded)
+    found += _zh_addresses(folded)
+    return found + _phones(folded)
+
+
+def find_sensitive(text: str) -> list[Finding]:
+    """Find the sensitive spans in a text.
+
+    Args:
+        text: Any text, in any language; full-width characters are understood, and so are
+            numbers written out digit by digit ("four one one one ...", "幺三八...").
+
+    Returns:
+        The spans in order, without overlaps. Where two overlap, the earlier (then the longer)
+        one is kept.
+    """
+    folded = text.translate(_FOLD)
+    found = _scan(folded)
+    spelled = spell_out(folded)
+    if spelled is not None:
+        for f in _scan(spelled.text):
+            start, end = spelled.original(f.start, f.end)
+            found.append(Finding(f.kind, start, end))
     found.sort(key=lambda f: (f.start, -f.end, _PRIORITY[f.kind]))
     out: list[Finding] = []
     for f in found:

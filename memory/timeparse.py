@@ -47,14 +47,18 @@ from memory.dayspans import (
     day_of_month,
     lean_year,
     month_day,
+    month_part,
     month_span,
     nearest_holiday,
     one_day,
+    pick_part,
     safe_date,
     season_span,
+    week_part,
     week_span,
     weekday_span,
     weekend_span,
+    year_part,
     year_span,
 )
 
@@ -64,8 +68,12 @@ __all__ = [
     "DateMention",
     "Lean",
     "TimeWindow",
+    "YearlyDate",
     "find_date",
     "find_window",
+    "find_yearly",
+    "is_date_phrase",
+    "statement_lean",
 ]
 
 Lean = Literal["future", "past"]
@@ -195,6 +203,55 @@ def _zh_date(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
 def _zh_year_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
     year, month = _zh_year(g[1], g[2], t), _zh_int(g[3])
     return month_span(year, month) if year and month else None
+
+
+_ZH_PARTS = {"初": "start", "上旬": "early", "中旬": "mid", "下旬": "late", "底": "end",
+             "末": "end"}  # fmt: skip
+_ZPART = "(初(?![一二三四五六七八九十])|上旬|中旬|下旬|底|末)"  # 八月初八 is a lunar day
+
+
+@_rule(_ZY + "?" + _ZD + "月份?" + _ZPART, tier=0)
+def _zh_month_part(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """三月底, 2023年3月初, 十月中旬."""
+    month, part = _zh_int(g[3]), _ZH_PARTS[g[4]]
+    if not month or month > 12:
+        return None
+    year = _zh_year(g[1], g[2], t)
+    if year is not None:
+        return month_part(year, month, part)
+
+    def of_year(shift: int) -> DaySpan | None:
+        return month_part(t.year + shift, month, part)
+
+    return pick_part(t, f, of_year)
+
+
+@_rule("(?:" + _ZREL + r"个?|(?<![\d〇零一二三四五六七八九十两个]))月" + _ZPART)
+def _zh_relative_month_part(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """月底, 下个月初, 上个月下旬; a bare 月底 is this month's, or the next one's when past."""
+    part = _ZH_PARTS[g[2]]
+
+    def of_month(shift: int) -> DaySpan | None:
+        first = add_months(t.replace(day=1), shift)
+        return month_part(first.year, first.month, part) if first else None
+
+    if g[1] is not None:
+        return of_month(_ZH_SHIFT[g[1]])
+    return pick_part(t, f, of_month)
+
+
+@_rule(
+    "(?:"
+    + _ZY
+    + r"年?|(?<![\d〇零一二三四五六七八九十年前后今明去大])年)(底|末|初(?![一二三四五六七八九十]))"
+)
+def _zh_year_part(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """年底, 明年年初, 2027年底."""
+    part = _ZH_PARTS[g[3]]
+    year = _zh_year(g[1], g[2], t)
+    if year is not None:
+        return year_part(year, part)
+    return pick_part(t, f, lambda shift: year_part(t.year + shift, part))
 
 
 @_rule(_ZY)
@@ -385,6 +442,68 @@ def _en_relative(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
     return year_span(t.year + shift)
 
 
+_EN_PARTS = {"end": "end", "beginning": "start", "start": "start", "middle": "mid",
+             "early": "early", "mid": "mid", "late": "late"}  # fmt: skip
+_EN_SHIFTS = {None: None, "the": None, "this": 0, "next": 1, "last": -1, "coming": 1}
+
+
+def _part_of(unit: str, part: str, t: date) -> Callable[[int], DaySpan | None]:
+    """Return a reading of `part` of the month, week or year `shift` units from today's."""
+
+    def of(shift: int) -> DaySpan | None:
+        if unit == "week":
+            return week_part(t, shift, part)
+        if unit == "year":
+            return year_part(t.year + shift, part)
+        first = add_months(t.replace(day=1), shift)
+        return month_part(first.year, first.month, part) if first else None
+
+    return of
+
+
+@_rule(
+    r"\b(?:the\s+)?(end|beginning|start|middle)\s+of\s+(?:(the|this|next|last|coming)\s+)?"
+    r"(month|week|year)\b|\b(early|mid|late)[-\s]+(?:(this|next|last)\s+)?(month|week|year)\b"
+    r"|\b(?:(this|next|last)\s+)?(month|week|year)[-\s]end\b"
+)
+def _en_relative_part(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """Read "the end of the month", "beginning of next year", "late next month", "month-end"."""
+    part = _EN_PARTS[g[1] or g[4] or "end"]
+    which, unit = g[2] or g[5] or g[7], g[3] or g[6] or g[8]
+    read = _part_of(unit, part, t)
+    shift = _EN_SHIFTS[which]
+    return read(shift) if shift is not None else pick_part(t, f, read)
+
+
+@_rule(
+    rf"\b(?:(?:the\s+)?(end|beginning|start|middle)\s+of|(early|mid|late))[-\s]+({_EN_MON})\b"
+    r"(?:\.?,?\s+(?:of\s+)?(\d{4})\b)?",
+    tier=0,
+)
+def _en_month_part(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """Read "the end of March", "early June 2027", "mid-May"."""
+    part, month = _EN_PARTS[g[1] or g[2]], EN_MONTHS[g[3]]
+    if g[3] == "may" and g[2] is None and g[1] is None:
+        return None
+    if g[4]:
+        return month_part(int(g[4]), month, part)
+    return pick_part(t, f, lambda shift: month_part(t.year + shift, month, part))
+
+
+@_rule(r"\bthe\s+(week|weekend|month|year)\s+(after\s+next|before\s+last)\b")
+def _en_two_away(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    """Read "the week after next" (下下周), "the month before last" (上上个月)."""
+    shift = 2 if g[2].startswith("after") else -2
+    if g[1] == "week":
+        return week_span(t, shift)
+    if g[1] == "weekend":
+        return weekend_span(t, shift)
+    if g[1] == "year":
+        return year_span(t.year + shift)
+    first = add_months(t.replace(day=1), shift)
+    return month_span(first.year, first.month) if first else None
+
+
 @_rule(rf"\b(?:on\s+)?the\s+(\d{{1,2}}){_ORD}?\s+(?:of\s+)?(last|this|next)\s+month\b")
 def _en_day_of_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
     return day_of_month(t, {"last": -1, "this": 0, "next": 1}[g[2]], int(g[1]), f)
@@ -433,6 +552,12 @@ _FUTURE = re.compile(
     r"do\s+(?:i|we)\s+have)\b|['’]ll\b|打算|将要|(?<![重需主只不想])要(?!求)"
 )
 _PAST = re.compile(r"\b(?:did|was|were|went|had|ago)\b|了|过")
+# Verbs that tell the event itself happened ("I met Anna on Friday"). Not every past verb:
+# "I booked a table for Friday" and "我约了周五吃饭" are about the next Friday.
+_PAST_STATEMENT = re.compile(
+    r"\b(?:did|was|were|went|had|ago|met|saw|visited|came|ate|flew|spent)\b"
+    r"|(?<![约订定买报排请租挂])了|(?<![约订定买报排请租挂])过|曾经"
+)
 
 
 def _normalized(text: str) -> str:
@@ -494,6 +619,86 @@ def find_date(text: str, now: datetime, *, lean: Lean = "future") -> DateMention
         return DateMention(span.first, words)
     day = today if span.first <= today <= span.last else span.first
     return DateMention(day, words, end=span.last)
+
+
+def statement_lean(text: str) -> Lean:
+    """Return which way a statement's recurring times lean: "past" if it tells what happened.
+
+    "周三我们开会了" and "I met Anna on Friday" are about the last Wednesday and Friday;
+    "周三我们开会" and "I'll see Anna on Friday" about the next ones.
+    """
+    low = _normalized(text)
+    return "past" if _PAST_STATEMENT.search(low) and not _FUTURE.search(low) else "future"
+
+
+_PHRASE_DAY = date(2026, 1, 7)  # any day will do: only the words are looked at
+_FILLER = re.compile(r"^(?:on|in|at|by|from|since|until|the|this|of|,|，|、|\s)*$")
+
+
+def is_date_phrase(text: str) -> bool:
+    """Return True if a text names a time and says nothing else ("Next Friday", "下周三")."""
+    found = _first_mention(text, _PHRASE_DAY, True)
+    if found is None:
+        return False
+    rest = _normalized(text).replace(_normalized(found[1]), " ", 1)
+    return bool(_FILLER.match(rest.strip(" .!。！")))
+
+
+@dataclass(frozen=True)
+class YearlyDate:
+    """A day that comes back every year (a birthday, an anniversary)."""
+
+    month: int
+    day: int
+    text: str
+    """The words that named it, as written."""
+    year: int | None = None
+    """The year, when one was said ("born on March 2, 1990")."""
+
+    @property
+    def iso(self) -> str:
+        """The ISO 8601 form of a yearly day without a year: `--MM-DD`."""
+        return f"--{self.month:02d}-{self.day:02d}"
+
+
+_YEARLY = [
+    re.compile(r"(?:(\d{4}|[〇零一二三四五六七八九]{4})年)?" + _ZD + "月" + _ZD + "[日号]"),
+    re.compile(_NOT_IN_NUMBER + r"(\d{4})?([-/.])?(\d{1,2})[-/.](\d{1,2})(?![\d/]|[.,:]\d)"),
+    re.compile(
+        rf"\b(?:({_EN_MON})\.?\s+(\d{{1,2}}){_ORD}?|(?:the\s+)?(\d{{1,2}}){_ORD}?\s+(?:of\s+)?"
+        rf"({_EN_MON}))\b(?:\s*,?\s*(\d{{4}})\b)?"
+    ),
+]
+_LUNAR = re.compile("农历|阴历|旧历|lunar", re.I)
+
+
+def find_yearly(text: str) -> YearlyDate | None:
+    """Return the day of the year a text names ("三月二号", "June 5", "12/25", "1990-03-02").
+
+    Used for what recurs (birthdays, anniversaries), so the year, if any, is kept aside.
+    A lunar date (农历八月十五) names no fixed day of the Gregorian year: None.
+
+    Example:
+        >>> find_yearly("我生日是三月二号").iso
+        '--03-02'
+    """
+    if _LUNAR.search(text):
+        return None
+    low = _normalized(text)
+    for i, pattern in enumerate(_YEARLY):
+        for m in pattern.finditer(low):
+            if i == 0:
+                year, month, day = m[1] and _zh_int(m[1]), _zh_int(m[2]), _zh_int(m[3])
+            elif i == 1:
+                if m[1] is None and m[2] is not None:
+                    continue  # "-3-2": part of something else
+                year, month, day = m[1] and int(m[1]), int(m[3]), int(m[4])
+            else:
+                year = int(m[5]) if m[5] else None
+                month, day = EN_MONTHS[m[1] or m[4]], int(m[2] or m[3])
+            if month and day and safe_date(2000, month, day):  # 2000: February 29 exists
+                return YearlyDate(month, day, text[m.start() : m.end()], year or None)
+    return None
 
 
 def find_window(query: str, now: datetime, *, lean: Lean | None = None) -> TimeWindow | None:

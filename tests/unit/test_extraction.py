@@ -3,7 +3,7 @@ from datetime import UTC, datetime
 import pytest
 
 from graphs.offline_rules import extract_rules
-from memory.extraction import CandidateMemory, coerce_extraction
+from memory.extraction import CandidateMemory, coerce_extraction, event_expiry
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
 
@@ -74,8 +74,11 @@ def test_english_plan_next_friday() -> None:
     assert cand.kind == "event" and cand.event_date == "2026-12-11"
 
 
-def test_past_dates_are_not_plans() -> None:
-    assert extract_rules("I went hiking yesterday", NOW).memories == []
+def test_past_dates_are_history_not_plans() -> None:
+    (cand,) = extract_rules("I went hiking yesterday", NOW).memories
+    assert cand.kind == "event" and cand.event_date == "2026-11-29"
+    day = datetime.fromisoformat(cand.event_date).replace(tzinfo=UTC)
+    assert event_expiry(day, NOW) is None  # history stays; a plan leaves the day after
 
 
 @pytest.mark.parametrize(

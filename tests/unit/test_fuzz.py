@@ -172,7 +172,8 @@ def test_extract_rules_never_raises_and_yields_only_valid_candidates(
         assert CandidateMemory.model_validate(cand.model_dump()) == cand
         if cand.kind == "event":
             assert cand.event_date is not None
-            assert date.fromisoformat(cand.event_date) >= now.date()  # plans, not history
+            # A plan, or what happened (history): either way a real calendar day.
+            assert date.fromisoformat(cand.event_date).isoformat() == cand.event_date
     for req in out.forget:
         assert req.query.strip()
 
