@@ -179,13 +179,18 @@ async def test_a_search_result_lasts_one_turn(index) -> None:
 
 async def test_background_mode_searches_at_the_turns_time(index, monkeypatch) -> None:
     seen: list[object] = []
-    real = MemoryService.asearch
+    real, real_turn = MemoryService.asearch, MemoryService.arecall_turn
 
     async def spy(self: MemoryService, user: str, query: str, k: int, **kw: object) -> object:
         seen.append(kw.get("now"))
         return await real(self, user, query, k, **kw)  # type: ignore[arg-type]
 
+    async def spy_turn(self: MemoryService, user: str, *args: object, **kw: object) -> object:
+        seen.append(kw.get("now"))
+        return await real_turn(self, user, *args, **kw)  # type: ignore[arg-type]
+
     monkeypatch.setattr(MemoryService, "asearch", spy)
+    monkeypatch.setattr(MemoryService, "arecall_turn", spy_turn)
     settings = dataclasses.replace(Settings(), extract_mode="background")
     model = scripted(call(SEARCH_MEMORY, {"query": "trips"}, "c1"), "Lisbon, I think.")
     graph = build_graph(InMemorySaver(), InMemoryStore(), settings=settings, model=model,
