@@ -153,11 +153,15 @@ class ChromaIndex:
         path: str | None = None,
         host: str | None = None,
         port: int = 8000,
+        shards: int = SHARDS,
+        promote_at: int = PROMOTE_AT,
     ) -> ChromaIndex:
         """Open an embedded index at `path`, or a `chroma run` server at `host:port`.
 
         Collections of the earlier layout (one per user) small enough for a shard are moved
         into one, and a compaction a crash interrupted is finished (`settle_layout`).
+        `shards` and `promote_at` are the layout's (see `ChromaIndex`): every process on
+        one index must use the same.
 
         Raises:
             IndexUnavailable: If the server cannot be reached.
@@ -177,13 +181,15 @@ class ChromaIndex:
                     f"cannot reach {location} ({exc.__class__.__name__}: {exc}); start it with "
                     f"`chroma run --host {host} --port {port}` or unset CHROMA_HOST"
                 ) from exc
-            index = cls(client, embedder, location=location)
+            index = cls(client, embedder, location=location, shards=shards, promote_at=promote_at)
         else:
             if not path:
                 raise ValueError("ChromaIndex.open needs a path or a host")
             location = f"embedded Chroma at {path}"
             client = chromadb.PersistentClient(path=path, settings=settings)
-            index = cls(client, embedder, location=location, path=path)
+            index = cls(
+                client, embedder, location=location, path=path, shards=shards, promote_at=promote_at
+            )
         index.settle_layout()
         return index
 

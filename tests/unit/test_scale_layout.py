@@ -101,8 +101,7 @@ def test_one_record_id_for_two_users_keeps_both_entries(tmp_path: Path) -> None:
 
 def test_a_growing_user_is_promoted_to_a_collection_of_their_own(tmp_path: Path) -> None:
     embedder = make_embedder("local")
-    index = ChromaIndex.open(embedder, path=str(tmp_path / "chroma"))
-    index.promote_at = 4
+    index = ChromaIndex.open(embedder, path=str(tmp_path / "chroma"), promote_at=4)
     service = MemoryService(InMemoryStore(), index)
     small = _add_all(service, "sam", ["User plays chess."])
     ids = _add_all(
@@ -115,12 +114,9 @@ def test_a_growing_user_is_promoted_to_a_collection_of_their_own(tmp_path: Path)
     shard = index.client.get_collection(index.home_name("sam"))
     assert shard.get(where={"u": user_key("gus")})["ids"] == []  # moved, not copied
     assert index.ids("sam") == set(small)
-    assert service.search("gus", "my canoe", k=1)[0].record.content == (
-        "User owns a red canoe."
-    )
+    assert service.search("gus", "my canoe", k=1)[0].record.content == ("User owns a red canoe.")
     # Another process sees the promotion, and reindex keeps the user in their collection.
-    other = ChromaIndex.open(embedder, path=str(tmp_path / "chroma"))
-    other.promote_at = 4
+    other = ChromaIndex.open(embedder, path=str(tmp_path / "chroma"), promote_at=4)
     assert other.ids("gus") == set(ids)
     assert MemoryService(service.store, other).reindex("gus") == {"gus": 5}
     assert other.home_name("gus") == other.collection_name("gus")
