@@ -70,13 +70,18 @@ HOST = "127.0.0.1"
 
 
 def baseline_rev() -> str:
-    """Return the commit before the one that added the shard layout."""
+    """Return the commit before the one that added the shard layout ('' if not in git)."""
     out = subprocess.run(
         ["git", "-C", str(C.REPO), "log", "--diff-filter=A", "--format=%H", "--",
          "memory/chroma_layout.py"],
-        check=True, capture_output=True, text=True,
+        check=False, capture_output=True, text=True,
     ).stdout.split()  # fmt: skip
-    return f"{out[-1]}^" if out else "HEAD"
+    if not out:
+        return ""
+    rev = f"{out[-1]}^"
+    ok = subprocess.run(["git", "-C", str(C.REPO), "cat-file", "-e", f"{rev}:memory/index.py"],
+                        check=False, capture_output=True)  # fmt: skip
+    return rev if ok.returncode == 0 else ""
 
 
 def load_baseline(rev: str, folder: str) -> Any:
@@ -207,14 +212,24 @@ def open_store(where: dict[str, Any]) -> Iterator[Any]:
 
 
 def open_index(layout: str, where: dict[str, Any], embedder: Any) -> Any:
+    """Open the index of a layout: the product's, or the per-user one from git.
+
+    Without that git history (a shallow clone) the baseline is the product's index with
+    every user promoted from their first vector (``promote_at=0``): the same layout, one
+    collection per user, reached through one extra move.
+    """
+    from memory.index import ChromaIndex
+
+    kwargs: dict[str, Any] = {}
+    cls: Any = ChromaIndex
     if layout == "per_user":
-        module = load_baseline(where["baseline_rev"], where["work"])
-        cls = module.ChromaIndex
-    else:
-        from memory.index import ChromaIndex as cls
+        if where["baseline_rev"]:
+            cls = load_baseline(where["baseline_rev"], where["work"]).ChromaIndex
+        else:
+            kwargs["promote_at"] = 0
     if where.get("chroma_port"):
-        return cls.open(embedder, host=HOST, port=where["chroma_port"])
-    return cls.open(embedder, path=where["chroma"])
+        return cls.open(embedder, host=HOST, port=where["chroma_port"], **kwargs)
+    return cls.open(embedder, path=where["chroma"], **kwargs)
 
 
 def fill(
