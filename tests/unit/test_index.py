@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from memory.chroma_layout import shard_entry_id
 from memory.embeddings import embed_queries
 from memory.index import ChromaIndex, fingerprint
-from memory.chroma_layout import shard_entry_id
 from memory.records import MemoryRecord, Source, user_key
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
