@@ -48,6 +48,11 @@ def test_scale_benchmark_runs_at_1k_users(tmp_path: Path) -> None:
         assert layout["large_user"]["memories"] == 300
         assert layout["large_user"]["index_query_warm"]["n"] == 40
         assert layout["client_rss_mb"] > 0 and layout["index_disk_bytes"] > 0
+    turns = embedded["large_user_taking_turns"]
+    assert turns["memories"] == 300
+    for layout in ("shards", "per_user"):
+        assert turns[layout]["service_search"]["n"] == turns[layout]["index_query"]["n"] == 60
+    assert set(turns["ratio_shards_over_per_user"]) == {"index_query", "service_search"}
     assert shards["disk_bytes_per_user"] < per_user["disk_bytes_per_user"]
     assert per_user["first_memory"]["disk_bytes_per_new_user"] > 100_000  # a collection each
     assert set(embedded["shards_vs_per_user"]) >= {"disk_bytes_per_user", "cold_search_p95"}
