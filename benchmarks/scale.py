@@ -570,7 +570,7 @@ def main() -> None:
             res["targets"] = targets(res["shards"], res["shards_vs_per_user"])
             result["backends"][backend] = res
     result["load_avg"] = C.load_avg()
-    C.finish(result, a, draw)
+    C.finish(result, a, None if a.large_only else draw)
 
 
 if __name__ == "__main__":
