@@ -18,6 +18,7 @@ from typing import Any
 from langgraph.store.base import BaseStore, PutOp
 
 from memory.changelog import LexicalSnapshots
+from memory.disk_purge import purge_sqlite
 from memory.index import ChromaIndex, IndexMismatch, IndexUnavailable, fingerprint
 from memory.lifecycle import Change
 from memory.progress import Progress, slices, stage
@@ -97,13 +98,21 @@ class WriteThrough:
             self.store.delete(repair_namespace(user_id), marker)
 
     def delete(self, user_id: UserId, records: list[MemoryRecord]) -> None:
-        """Delete records for good from the store, the lexical snapshot and Chroma."""
+        """Delete records for good from the store, the lexical snapshot and Chroma.
+
+        For good means from disk too: the embedded SQLite store's free pages and Chroma's
+        files are rewritten without them (`memory.disk_purge`, `ChromaIndex.erase`).
+        """
         ids = [r.id for r in records]
         keys = [(r.kind, r.id) for r in records]
         put, old, new = self.snapshots.log_change(user_id, keys, erase=True)
         self.store.batch([*(PutOp(namespace(user_id, r.kind), r.id, None) for r in records), put])
         self.snapshots.applied(user_id, [], ids, (old, new))
-        self._call(user_id, "delete", lambda: self._delete(user_id, ids))
+        purge_sqlite(self.store)
+        index = self.index
+        if index is not None and ids:
+            # Rewrites the user's collection: a deleted vector stays in Chroma's files else.
+            self._call(user_id, "delete", lambda: index.erase(user_id, ids))
 
     def put_all(
         self, user_id: UserId, records: list[MemoryRecord], progress: Progress | None = None
@@ -193,6 +202,8 @@ class WriteThrough:
         """
         assert self.index is not None, "repair needs an index"
         markers = self.reader.items(repair_namespace(user_id))
+        if not dry_run:
+            self.index.settle(user_id)  # strays of a promotion that crashed half-way
         have = self.index.fingerprints(user_id)
         records = self.reader.scan(user_id, include_inactive=True)
         live = {r.id: r for r in records if r.is_recallable(now)}
@@ -207,13 +218,17 @@ class WriteThrough:
                 self.store.delete(item.namespace, item.key)
         return stale, orphans
 
-    def rebuild(self, user_id: UserId, progress: Progress | None = None) -> int:
+    def rebuild(
+        self, user_id: UserId, progress: Progress | None = None, *, purge: bool = True
+    ) -> int:
         """Rebuild a user's index from the store; return how many vectors were written.
 
-        Reports the stage ``indexing`` (active records) to `progress`.
+        With `purge`, the user's old vectors leave Chroma's files too (their shard is
+        rewritten); a rebuild of every user starts from an empty index instead and purges
+        once. Reports the stage ``indexing`` (active records) to `progress`.
         """
         assert self.index is not None, "rebuild needs an index"
-        self.index.drop_user(user_id)
+        self.index.drop_user(user_id, purge=purge)
         self.snapshots.reset(user_id)
         active = self.reader.scan(user_id)
         for part in slices(progress, f"{user_id}: indexing", active, EMBED_SLICE):

@@ -85,12 +85,21 @@ class Maintenance:
     def reindex(self, user_id: UserId | None, progress: Progress | None = None) -> dict[str, int]:
         """Rebuild the index from the store; return per user how many vectors were written.
 
+        Every user: the index is emptied first (collections of every layout, and vectors
+        of users the store no longer has), then written anew and its files purged once.
         Reports, per user, the stage ``indexing`` (active records) to `progress`.
         """
-        return {
-            uid: self.write_through.rebuild(uid, told)
-            for uid, told in self._each(user_id, progress)
+        index = self.write_through.index
+        assert index is not None, "reindex needs an index"
+        if user_id is not None:
+            return {user_id: self.write_through.rebuild(user_id, progress)}
+        users = self._each(None, progress)
+        index.reset()
+        written: dict[str, int] = {
+            uid: self.write_through.rebuild(uid, told, purge=False) for uid, told in users
         }
+        index.purge_files()
+        return written
 
     def _each(
         self, user_id: UserId | None, progress: Progress | None

@@ -17,6 +17,7 @@ from langgraph.store.base import BaseStore
 
 from memory.access import AccessDenied, AccessPolicy
 from memory.changelog import LexicalSnapshots
+from memory.disk_purge import purge_sqlite
 from memory.extraction import Extraction
 from memory.index import ChromaIndex
 from memory.indexing import WriteThrough
@@ -389,7 +390,10 @@ class MemoryService:
             return self._writer.import_records(uid, rows, self.MAX_IMPORT_CONTENT_CHARS, progress)
 
     def delete_user(self, user_id: str, *, progress: Progress | None = None) -> int:
-        """Delete every memory, vector, repair marker and thread of a user.
+        """Delete every memory, vector, repair marker and thread of a user, from disk too.
+
+        Embedded Chroma's files, the lexical snapshot and the SQLite store and checkpoint
+        files are rewritten without them (`memory.disk_purge`, `ChromaIndex.drop_user`).
 
         Returns:
             How many memories were deleted.
@@ -401,7 +405,10 @@ class MemoryService:
         with self._locks.hold(uid):
             # Threads first: they hold the words themselves.
             self._threads.delete_owned(uid, self.checkpointer, progress)
-            return self._indexing.erase_user(uid, progress)
+            deleted = self._indexing.erase_user(uid, progress)
+            # Gone from disk: deleted rows stay in SQLite's free pages and WAL otherwise.
+            purge_sqlite(self.store, self.checkpointer)
+            return deleted
 
     def remember_thread(self, user_id: str, thread_id: str) -> None:
         """Record that a thread belongs to a user: the first user of a thread owns it.

@@ -10,7 +10,7 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from memory.embeddings import make_embedder
-from memory.index import ChromaIndex, IndexUnavailable
+from memory.index import ChromaIndex, IndexUnavailable, fingerprint
 from memory.records import InvalidUserId
 from memory.service import MemoryNotFound, MemoryService
 
@@ -147,14 +147,13 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
     # is a candidate Chroma returns; the retriever re-reads hits and drops it.
     ghost = berlin.model_copy(update={"id": "ghost-" + berlin.id})
     index.upsert([ghost])
-    collection = index.client.get_collection(index.collection_name(ALICE))
-    assert ghost.id in collection.get()["ids"]
+    assert ghost.id in index.ids(ALICE)
     assert ghost.id not in [d.id for d in service.as_retriever(ALICE).invoke("Which city?")]
     index.delete(ALICE, [ghost.id])
 
-    # A collection of the earlier layout (no layout label, the text stored as each entry's
-    # document, the old fingerprint): consolidate finds the entry stale and rewrites it
-    # without the text.
+    # A collection of the earlier layout (one per user, no layout label, the text stored
+    # as each entry's document, the old fingerprint): the next open moves it into the
+    # user's shard without the text, and consolidate finds the entry stale and rewrites it.
     vector = index.embedder.embed([jazz.content])
     index.drop_user(ALICE)
     collection = index.client.create_collection(
@@ -170,14 +169,12 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
         metadatas=[{"kind": "fact", "user_id": ALICE, "h": old_h}],
     )
     fresh = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)  # another process
+    names = [c.name for c in index.client.list_collections()]
+    assert collection.name not in names and fresh.home_name(ALICE).startswith("mem-shard-")
+    assert fresh.entries(ALICE)[jazz.id].document is None
     report = MemoryService(service.store, fresh).consolidate(ALICE)
     assert report.reindexed == 1
-    assert collection.get(ids=[jazz.id], include=["documents"])["documents"] == [None]
-    # Every entry is of today's layout now: the collection says so, for every process.
-    assert index.client.get_collection(collection.name).metadata == {
-        "embedding": index.embedder.spec,
-        "layout": "v3-vec",
-    }
+    assert fresh.fingerprints(ALICE) == {jazz.id: fingerprint(jazz)}
     (back,) = service.as_retriever(ALICE).invoke("music")
     assert (back.id, back.page_content) == (jazz.id, "User likes jazz.")
     assert service.consolidate(ALICE).reindexed == 0  # settled

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from memory.chroma_layout import shard_entry_id
 from memory.embeddings import embed_queries
 from memory.index import ChromaIndex, fingerprint
-from memory.records import MemoryRecord, Source
+from memory.records import MemoryRecord, Source, user_key
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -42,13 +43,7 @@ def _query(index: ChromaIndex, user: str, text: str, k: int = 5) -> list[tuple[s
 
 
 def _entries(index: ChromaIndex, user: str) -> dict[str, tuple[str | None, dict[str, Any]]]:
-    got = index.client.get_collection(index.collection_name(user)).get(
-        include=["documents", "metadatas"]
-    )
-    return {
-        i: (doc, dict(meta or {}))
-        for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-    }
+    return {i: (e.document, e.metadata) for i, e in index.entries(user).items()}
 
 
 def test_index_entries_hold_vectors_not_texts(index: ChromaIndex) -> None:
@@ -62,9 +57,11 @@ def test_index_entries_hold_vectors_not_texts(index: ChromaIndex) -> None:
     assert [(i, kind) for i, kind, _ in hits] == [("r-city", "fact"), ("r-tea", "preference")]
     assert 0.0 < hits[1][2] < hits[0][2] <= 1.0
     assert index.fingerprints("alice") == {"r-city": fingerprint(city), "r-tea": fingerprint(tea)}
+    # A small user lives in a shard: the owner is the user key, never the user id.
+    key = user_key("alice")
     assert _entries(index, "alice") == {
-        "r-city": (None, {"kind": "fact", "user_id": "alice", "h": fingerprint(city)}),
-        "r-tea": (None, {"kind": "preference", "user_id": "alice", "h": fingerprint(tea)}),
+        "r-city": (None, {"kind": "fact", "u": key, "h": fingerprint(city)}),
+        "r-tea": (None, {"kind": "preference", "u": key, "h": fingerprint(tea)}),
     }
 
     # Written again with new text: one entry, new vector, new fingerprint, still no text.
@@ -80,12 +77,12 @@ def test_index_entries_hold_vectors_not_texts(index: ChromaIndex) -> None:
     from langchain_chroma import Chroma
 
     Chroma(
-        collection_name=index.collection_name("alice"),
+        collection_name=index.home_name("alice"),
         embedding_function=index.embeddings,
         client=index.client,
     ).add_texts(
-        ["User plays the cello."], metadatas=[{"kind": "fact", "user_id": "alice", "h": "x"}],
-        ids=["r-cello"],
+        ["User plays the cello."], metadatas=[{"kind": "fact", "u": key, "h": "x"}],
+        ids=[shard_entry_id(key, "r-cello")],
     )  # fmt: skip
     (top, kind, similarity) = _query(index, "alice", "User plays the cello.", k=1)[0]
     assert (top, kind) == ("r-cello", "fact") and similarity > 0.99
