@@ -38,6 +38,7 @@ from memory.turn import (
     archivable,
     cuts_of,
     describe,
+    expiries,
     latest_statements,
     link,
     notices,
@@ -303,6 +304,7 @@ class MemoryService:
                     source,
                     ids=[st.id for st in kept],
                     scopes=scopes(changes),
+                    expires=expiries(changes),
                 )
             seen = list(recalled)
             if seen:

@@ -259,6 +259,21 @@ def scopes(changes: Sequence[Change]) -> dict[str, str]:
     return out
 
 
+def expiries(changes: Sequence[Change]) -> dict[str, datetime]:
+    """Return when each statement stops being worth recalling, from its memories.
+
+    "下周三我们上线" is over once its event is: its raw copy ends with it, or it would bring
+    the past plan back after the event expired.
+    """
+    out: dict[str, datetime] = {}
+    for c in changes:
+        if c.action in ("added", "reinforced", "merged") and c.record.expires_at is not None:
+            for sid in c.record.source.statement_ids:
+                ends = c.record.expires_at
+                out[sid] = min(out.get(sid, ends), ends)
+    return out
+
+
 def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) -> list[str]:
     """Return the ids of the user's latest statements before this turn, newest first.
 

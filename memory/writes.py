@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence, Sized
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
@@ -53,6 +53,7 @@ from memory.records import (
 log = logging.getLogger(__name__)
 TURN_CHARS = 2000
 """Longest raw turn (and context of one) that `archive_turns` keeps."""
+MAX_TIME = datetime.max.replace(tzinfo=UTC)
 MAX_IMPORT_CONTENT_CHARS = 20_000
 """Longest `content` an imported row may have. What the agent writes is far shorter
 (raw turns are cut to `TURN_CHARS`, other memories to 500) and embedding reads only a
@@ -384,6 +385,7 @@ class MemoryWriter:
         *,
         ids: Sequence[str] = (),
         scopes: Mapping[str, str] | None = None,
+        expires: Mapping[str, datetime] | None = None,
     ) -> int:
         """Keep raw user turns as `episode` memories (see `MemoryService.archive_turns`).
 
@@ -395,10 +397,13 @@ class MemoryWriter:
                 one per message.
             scopes: A scope per record id, narrower than the agent's default (a statement
                 whose memory is private to an agent is private to it too).
+            expires: An end per record id, sooner than the policy's `turn_ttl` (a statement
+                whose event ends with it).
         """
         said_at = source.said_at or utcnow()
         records = []
         default_scope = access_scope(self.access, self.agent_id, "episode.turn")
+        ends = dict(expires or {})
         for n, (message_id, said, around) in enumerate(turns):
             rid = (
                 ids[n]
@@ -433,7 +438,7 @@ class MemoryWriter:
                     created_at=said_at,
                     updated_at=said_at,
                     valid_from=said_at,
-                    expires_at=said_at + self.policy.turn_ttl,
+                    expires_at=min(said_at + self.policy.turn_ttl, ends.get(rid, MAX_TIME)),
                 )
             )  # fmt: skip
         if not records:
