@@ -7,7 +7,6 @@ memory service's `a*` methods, which use worker threads.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from graphs.messages import (
     tool_rounds,
     user_messages,
 )
+from graphs.models import ainvoke_structured
 from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.tools import (
@@ -66,6 +66,7 @@ from memory.extraction import (
     coerce_extraction,
     has_cjk,
     is_question,
+    salvage_json,
 )
 from memory.index import ChromaIndex
 from memory.lifecycle import (
@@ -334,11 +335,11 @@ class MemoryNodes:
             model = await self._model(runtime)
             runnable = model.with_structured_output(SUMMARY_SCHEMA, include_raw=True)
             runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-            out = await runnable.ainvoke(
-                [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
+            out = await ainvoke_structured(
+                runnable,
+                [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)],
             )
-            parsed = out.get("parsed") if isinstance(out, dict) else out
-            summary = merge_summary(previous, ThreadSummary.model_validate(parsed))
+            summary = merge_summary(previous, ThreadSummary.model_validate(_structured(out)))
             # A copy like any other: no sensitive values, nothing the user asked to forget.
             service = await self._service(runtime)
             user = user_of(runtime.context)
@@ -411,10 +412,12 @@ class MemoryNodes:
         )
         if not pending:
             return {"extraction": Extraction().model_dump()}
-        exchange: list[BaseMessage] = list(pending)
-        if messages and isinstance(messages[-1], AIMessage) and messages[-1].name != "memory":
-            exchange.append(AIMessage(text_of(messages[-1])))
+        # The reply goes in the system prompt, not after the user's words: a trailing
+        # assistant message is a prefix to continue for some servers (llama.cpp).
+        last = messages[-1] if messages else None
+        reply = text_of(last) if isinstance(last, AIMessage) and last.name != "memory" else ""
         lang = "zh" if has_cjk(text_of(pending[-1])) else "en"
+        none = "  （无）" if lang == "zh" else "  (none)"
         # What is already remembered on these subjects: a real model then reuses the subject
         # (or names the id) of what a new statement changes, and reconcile can supersede it.
         # A turn reuses what load_memory recalled for this very message; a flush (several
@@ -440,6 +443,7 @@ class MemoryNodes:
                 lang,
                 now=_turn_time(state).isoformat(),
                 existing=existing or ("  （无）" if lang == "zh" else "  (nothing yet)"),
+                reply=f"  {quote(reply)}" if reply else none,
             )
         )
         try:
@@ -449,7 +453,7 @@ class MemoryNodes:
                 EXTRACTION_SCHEMA, include_raw=True
             )
             runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-            out = await runnable.ainvoke([system, *exchange])
+            out = await ainvoke_structured(runnable, [system, *pending])
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}
@@ -633,18 +637,26 @@ def _with_tools(model: BaseChatModel, tools: Sequence[BaseTool]) -> Any:
 
 
 def _parsed(out: Any) -> Extraction:
-    """Read structured output (with `include_raw=True`), salvaging what validates."""
+    """Read extraction output (with `include_raw=True`), salvaging what validates."""
+    structured = _structured(out)
+    return Extraction() if structured is None else coerce_extraction(structured)
+
+
+def _structured(out: Any) -> Any:
+    """Return what structured output (with `include_raw=True`) holds, salvaged if need be.
+
+    When the client could not parse the reply (prose around the JSON, or a reply the
+    length limit cut), the object is read from the raw text: of a cut one, every item
+    completed before the cut. None when nothing can be read.
+    """
     if not isinstance(out, dict) or "raw" not in out:
-        return coerce_extraction(out)
+        return out
     if out.get("parsed") is not None:
-        return coerce_extraction(out["parsed"])
-    log.warning("malformed extraction output: %s", out.get("parsing_error"))
+        return out["parsed"]
+    log.warning("malformed structured output, salvaging: %s", out.get("parsing_error"))
     raw = out.get("raw")
     if isinstance(raw, AIMessage):
         if raw.tool_calls:
-            return coerce_extraction(raw.tool_calls[0].get("args"))
-        try:
-            return coerce_extraction(json.loads(text_of(raw)))
-        except (json.JSONDecodeError, TypeError):
-            pass
-    return Extraction()
+            return raw.tool_calls[0].get("args")
+        return salvage_json(text_of(raw))
+    return None
