@@ -54,6 +54,8 @@ class Reply:
         chunk_size: Characters per streamed content chunk.
         tool_calls: ``(name, arguments)`` of the functions the assistant calls, sent as
             OpenAI ``tool_calls`` (streamed as one delta per call).
+        delay: Seconds to wait before answering (a slow server, for timeouts).
+        headers: Extra response headers, e.g. ``{"retry-after-ms": "10"}`` on a 429.
     """
 
     content: str = ""
@@ -62,6 +64,8 @@ class Reply:
     finish_reason: str = "stop"
     chunk_size: int = 4
     tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
 
     def openai_tool_calls(self, cid: str) -> list[dict[str, Any]]:
         """Return the tool calls as OpenAI sends them in a message."""
@@ -283,16 +287,27 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(
+        self, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        self._send_json(status, {"error": {"message": message, "type": kind, "code": None}})
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        error = {"error": {"message": message, "type": kind, "code": None}}
+        self._send_json(status, error, headers)
 
     def _body(self) -> dict[str, Any] | None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -336,9 +351,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     def _chat(self, body: dict[str, Any]) -> None:
         reply = self.owner._reply_for(body)
+        if reply.delay:
+            time.sleep(reply.delay)
         if reply.status != 200:
             self._error(reply.status, reply.error, "server_error" if reply.status >= 500 else
-                        "invalid_request_error")  # fmt: skip
+                        "invalid_request_error", reply.headers)  # fmt: skip
             return
         cid = self.owner._next_id()
         model = body.get("model") or self.owner.model_name
