@@ -57,8 +57,8 @@ def _env(monkeypatch: pytest.MonkeyPatch, stub: OpenAIStub, tmp_path: Path, **en
     return Settings.from_env()
 
 
-def _chat_calls(stub: OpenAIStub) -> int:
-    return len([b for b in stub.chat_requests() if not is_structured(b)])
+def _slow_server(retries: int) -> dict[str, str]:
+    return {"MEMORY_AGENT_MODEL_TIMEOUT": "0.5", "MEMORY_AGENT_MODEL_RETRIES": str(retries)}
 
 
 @pytest.mark.parametrize("status", [429, 500, 503])
@@ -94,16 +94,12 @@ def test_retries_are_configurable_and_zero_means_one_request(
 def test_a_request_that_times_out_is_sent_again(
     stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = _env(
-        monkeypatch, stub, tmp_path, MEMORY_AGENT_MODEL_TIMEOUT="0.5", MEMORY_AGENT_MODEL_RETRIES="1"
-    )
+    settings = _env(monkeypatch, stub, tmp_path, **_slow_server(retries=1))
     stub.script(Reply("too late", delay=2.0), "in time")
     assert make_chat_model(settings.model, settings).invoke("hi").content == "in time"
     assert len(stub.chat_requests()) == 2
 
-    settings = _env(
-        monkeypatch, stub, tmp_path, MEMORY_AGENT_MODEL_TIMEOUT="0.5", MEMORY_AGENT_MODEL_RETRIES="0"
-    )
+    settings = _env(monkeypatch, stub, tmp_path, **_slow_server(retries=0))
     stub.clear()
     stub.script(Reply("too late", delay=2.0))
     with pytest.raises(openai.APITimeoutError):
@@ -143,9 +139,7 @@ async def test_an_extraction_cut_by_the_length_limit_keeps_its_complete_items(
     settings = _env(monkeypatch, stub, tmp_path, MEMORY_AGENT_MAX_TOKENS="64")
     whole = json.dumps({"memories": [BERLIN, PEANUTS, BERLIN | {"subject": "work.city"}]})
     cut = whole[: whole.index("work.ci")]
-    stub.handler = route(
-        chat="Noted.", extract=Reply(cut, finish_reason="length")
-    )
+    stub.handler = route(chat="Noted.", extract=Reply(cut, finish_reason="length"))
     with caplog.at_level(logging.WARNING):
         async with open_session(settings) as session:
             result = await session.turn(USER, "t1", "I live in Berlin and I'm allergic to peanuts.")
