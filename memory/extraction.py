@@ -127,11 +127,12 @@ def coerce_extraction(raw: Any) -> Extraction:
 
 
 _SLUG = re.compile(r"^[\w-]+(?:\.[\w-]+)*$")
-# What a weak model writes when it copies the schema instead of filling it: template braces,
-# type names, ellipses, or no word at all.
+# What a weak model writes when it copies the schema instead of filling it: a template
+# slot (`{{}}`, `{content}`, `<content>`), a type name, an ellipsis, or no word at all.
+_SLOT = re.compile(r"\{+[^{}]{0,40}\}+|<[\w ]{1,40}>")
 _PLACEHOLDER = re.compile(
-    r"\{\{|\}\}|^\W*(?:string|str|text|content|none|null|nil|n/?a|todo|tbd|xxx|example"
-    r"|sentence|value|subject|\.\.\.|…)?\W*$",
+    r"^\W*(?:string|str|text|content|none|null|nil|n/?a|todo|tbd|xxx|example|sentence"
+    r"|value|subject)?\W*$",
     re.I,
 )
 
@@ -153,7 +154,8 @@ def junk_reason(candidate: CandidateMemory) -> str | None:
         or not _SLUG.match(subject)
     ):
         return f"subject {subject[:MAX_SUBJECT_CHARS]!r} is not a short dotted key"
-    if _PLACEHOLDER.search(candidate.content) or not any(c.isalpha() for c in candidate.content):
+    words = _SLOT.sub(" ", candidate.content)
+    if _PLACEHOLDER.match(words) or not any(c.isalpha() for c in words):
         return f"content {candidate.content[:40]!r} is a placeholder, not a sentence"
     return None
 

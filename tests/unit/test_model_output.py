@@ -62,7 +62,22 @@ def test_a_subject_that_is_not_a_short_key_is_refused(subject: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "content", ["{{}}", "{{content}}", "...", "…", "string", "N/A", "null", "--", "123", "TODO"]
+    "content",
+    [
+        "{{}}",
+        "{{content}}",
+        "{content}",
+        "<content>",
+        "...",
+        "…",
+        "string",
+        "N/A",
+        "null",
+        "--",
+        "123",
+        "TODO",
+        "{{}} {{}}",
+    ],  # fmt: skip
 )
 def test_placeholder_content_is_refused(content: str) -> None:
     reason = junk_reason(_cand(content=content))
@@ -70,7 +85,14 @@ def test_placeholder_content_is_refused(content: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "content", ["User lives in Berlin.", "用户不吃辣。", "User's string quartet plays on Fridays."]
+    "content",
+    [
+        "User lives in Berlin.",
+        "用户不吃辣。",
+        "User's string quartet plays on Fridays.",
+        "User writes {{ jinja }} templates at work.",
+        "User's code uses dict[str, int] {}.",
+    ],  # fmt: skip
 )
 def test_sentences_are_kept(content: str) -> None:
     assert junk_reason(_cand(content=content)) is None
