@@ -287,9 +287,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def _send_json(
-        self, status: int, payload: Any, headers: dict[str, str] | None = None
-    ) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

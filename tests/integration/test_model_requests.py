@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -38,7 +40,7 @@ RATE_LIMITED = Reply(status=429, error="slow down", headers={"retry-after-ms": "
 
 
 @pytest.fixture
-def stub():
+def stub() -> Iterator[OpenAIStub]:
     with OpenAIStub() as server:
         yield server
 
@@ -113,7 +115,7 @@ async def test_a_turn_survives_a_rate_limit_on_each_call(
     settings = _env(monkeypatch, stub, tmp_path)
     answers = {"chat": [RATE_LIMITED], "extract": [RATE_LIMITED]}
 
-    def handler(body: dict) -> Reply | str | dict:
+    def handler(body: dict[str, Any]) -> Reply | str | dict[str, Any]:
         queue = answers["extract" if is_structured(body) else "chat"]
         if queue:
             return queue.pop()
