@@ -32,6 +32,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -233,13 +234,15 @@ def main(argv: list[str] | None = None) -> int:
     if found is None:
         print(f"error: {missing_reason()}", file=sys.stderr)
         return 2
+    # The server runs in its own session: a SIGTERM (or a SIGINT, ignored in a background
+    # job) to this process must still stop it.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: sys.exit(0))
     log_path = Path(tempfile.mkdtemp(prefix="llama-server-")) / "server.log"
     server, url = serve(found, log_path, port=args.port)
     print(f"serving {MODEL_NAME} at {url} (log: {log_path}); Ctrl-C stops it", flush=True)
     try:
         server.proc.wait()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.stop()
     return 0
