@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -12,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 import prompts
 from graphs.messages import text_of
 from memory.block import quote
-from memory.extraction import Extraction, coerce_extraction
+from memory.extraction import Extraction, coerce_extraction, salvage_json
 from memory.recall import Recalled
 
 log = logging.getLogger(__name__)
@@ -37,11 +36,15 @@ def extraction_messages(
     lang: str,
     now: str,
 ) -> list[BaseMessage]:
-    """Return the extraction call: the prompt with what is known, then the exchange.
+    """Return the extraction call: the prompt with what is known, then the user's messages.
 
     What is already remembered on these subjects is listed, so a real model reuses the
-    subject (or names the id) of what a new statement changes.
+    subject (or names the id) of what a new statement changes. The assistant's reply goes
+    in the system prompt, not after the user's words: a trailing assistant message is a
+    prefix to continue for some servers (llama.cpp), whose JSON grammar then fails.
     """
+    none = "  （无）" if lang == "zh" else "  (none)"
+    said = text_of(reply) if reply is not None else ""
     existing = "\n".join(
         f"  - id {r['id']} · {r['subject']}: {quote(r['content'])}"
         for r in known[:RELATED_MEMORIES]
@@ -53,27 +56,33 @@ def extraction_messages(
             lang,
             now=now,
             existing=existing or ("  （无）" if lang == "zh" else "  (nothing yet)"),
+            reply=f"  {quote(said)}" if said else none,
         )
     )
-    exchange: list[BaseMessage] = list(pending)
-    if reply is not None:
-        exchange.append(AIMessage(text_of(reply)))
-    return [system, *exchange]
+    return [system, *pending]
 
 
 def parsed(out: Any) -> Extraction:
-    """Read structured output (with `include_raw=True`), salvaging what validates."""
+    """Read extraction output (with `include_raw=True`), salvaging what validates."""
+    found = structured(out)
+    return Extraction() if found is None else coerce_extraction(found)
+
+
+def structured(out: Any) -> Any:
+    """Return what structured output (with `include_raw=True`) holds, salvaged if need be.
+
+    When the client could not parse the reply (prose around the JSON, or a reply the
+    length limit cut), the object is read from the raw text: of a cut one, every item
+    completed before the cut. None when nothing can be read.
+    """
     if not isinstance(out, dict) or "raw" not in out:
-        return coerce_extraction(out)
+        return out
     if out.get("parsed") is not None:
-        return coerce_extraction(out["parsed"])
-    log.warning("malformed extraction output: %s", out.get("parsing_error"))
+        return out["parsed"]
+    log.warning("malformed structured output, salvaging: %s", out.get("parsing_error"))
     raw = out.get("raw")
     if isinstance(raw, AIMessage):
         if raw.tool_calls:
-            return coerce_extraction(raw.tool_calls[0].get("args"))
-        try:
-            return coerce_extraction(json.loads(text_of(raw)))
-        except (json.JSONDecodeError, TypeError):
-            pass
-    return Extraction()
+            return raw.tool_calls[0].get("args")
+        return salvage_json(text_of(raw))
+    return None

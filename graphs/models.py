@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.runnables import Runnable
 
 from graphs.offline import OfflineChatModel
-from graphs.settings import Settings
+from graphs.settings import ModelRequests, Settings
 
 OFFLINE_NOTICE = (
     "Using the built-in offline model (rule based, no LLM). Set OPENAI_API_KEY, or "
@@ -32,16 +35,50 @@ def _openai(name: str, settings: Settings) -> BaseChatModel:
         )
     from langchain_openai import ChatOpenAI
 
+    requests = settings.requests
     return ChatOpenAI(
         model=name,
         api_key=settings.openai_api_key or "not-needed",  # type: ignore[arg-type]
         base_url=settings.openai_base_url,
         temperature=0,
-        max_retries=1,
-        timeout=60,
+        # Left unset, a server may answer without end (llama.cpp does, on a repeat loop).
+        max_tokens=requests.max_tokens,  # type: ignore[call-arg]
+        # The OpenAI client retries connection errors, timeouts, 408, 409, 429 and 5xx
+        # with exponential backoff and jitter, honouring `Retry-After`.
+        max_retries=requests.retries,
+        timeout=requests.timeout,
         # OpenAI-compatible servers speak chat completions, not the Responses API.
         use_responses_api=False if settings.openai_base_url else None,
     )
+
+
+async def ainvoke_structured(runnable: Runnable[Any, Any], messages: list[BaseMessage]) -> Any:
+    """Call a structured-output runnable (`include_raw=True`), keeping a cut reply.
+
+    A reply cut by the length limit comes back unparsed, the way `include_raw` returns
+    any reply it could not parse, so the caller can salvage it. Any other error propagates.
+    """
+    try:
+        return await runnable.ainvoke(messages)
+    except Exception as exc:
+        cut = cut_reply(exc)
+        if cut is None:
+            raise
+        return {"raw": cut, "parsed": None, "parsing_error": exc}
+
+
+def cut_reply(exc: BaseException) -> AIMessage | None:
+    """Return the reply of a structured-output call that the length limit cut, or None.
+
+    The OpenAI client refuses to parse such a reply (`LengthFinishReasonError`) before the
+    caller's `include_raw` salvage can see it; the error still carries the text.
+    """
+    from openai import LengthFinishReasonError
+
+    if not isinstance(exc, LengthFinishReasonError) or not exc.completion.choices:
+        return None
+    text = exc.completion.choices[0].message.content
+    return AIMessage(text or "", response_metadata={"finish_reason": "length"})
 
 
 PROVIDERS: dict[str, ModelProvider] = {"offline": _offline, "openai": _openai}
@@ -76,10 +113,13 @@ def make_chat_model(spec: str, settings: Settings) -> BaseChatModel:
 
 
 def cached_chat_model(spec: str, settings: Settings) -> BaseChatModel:
-    """Build a chat model once per process, spec and endpoint."""
-    return _cached(spec, settings.openai_api_key, settings.openai_base_url)
+    """Build a chat model once per process, spec, endpoint and request settings."""
+    return _cached(spec, settings.openai_api_key, settings.openai_base_url, settings.requests)
 
 
 @cache
-def _cached(spec: str, api_key: str | None, base_url: str | None) -> BaseChatModel:
-    return make_chat_model(spec, Settings(openai_api_key=api_key, openai_base_url=base_url))
+def _cached(
+    spec: str, api_key: str | None, base_url: str | None, requests: ModelRequests
+) -> BaseChatModel:
+    endpoint = Settings(openai_api_key=api_key, openai_base_url=base_url, requests=requests)
+    return make_chat_model(spec, endpoint)

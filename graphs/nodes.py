@@ -39,6 +39,7 @@ from graphs.messages import (
     user_messages,
 )
 from graphs.model_errors import model_call, no_answer
+from graphs.models import ainvoke_structured
 from graphs.settings import Settings, open_service
 from graphs.state import State
 from graphs.summarize import summarize_thread
@@ -290,7 +291,7 @@ class MemoryNodes:
                 EXTRACTION_SCHEMA, include_raw=True
             )
             runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-            out = await runnable.ainvoke(call)
+            out = await ainvoke_structured(runnable, call)
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}

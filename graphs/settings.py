@@ -127,6 +127,39 @@ def _database_url(env: Mapping[str, str]) -> str | None:
 
 
 @dataclass(frozen=True)
+class ModelRequests:
+    """How each request to a real (`openai:`) chat model is made.
+
+    Attributes:
+        max_tokens: Longest answer asked for; the window keeps this much room for it, and
+            a server left to choose may answer without end.
+        timeout: Seconds one request may take before it is retried or fails.
+        retries: How many times a request that timed out, could not connect, or got a
+            429 or 5xx is sent again, with exponential backoff (and `Retry-After`, when the
+            server sends one).
+
+    """
+
+    max_tokens: int = ANSWER_RESERVE_TOKENS
+    timeout: float = 60.0
+    retries: int = 2
+
+    @classmethod
+    def from_env(cls) -> ModelRequests:
+        """Read `MEMORY_AGENT_MAX_TOKENS`, `MEMORY_AGENT_MODEL_TIMEOUT`, `..._MODEL_RETRIES`.
+
+        Raises:
+            ValueError: If one is not a number in its range.
+
+        """
+        return cls(
+            max_tokens=_number("MEMORY_AGENT_MAX_TOKENS", cls.max_tokens, 1, ANSWER_RESERVE_TOKENS),
+            timeout=_number("MEMORY_AGENT_MODEL_TIMEOUT", cls.timeout, 0.0, 3600.0, low_open=True),
+            retries=_number("MEMORY_AGENT_MODEL_RETRIES", cls.retries, 0, 10),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the agent can be configured with (see the README's configuration table).
 
@@ -134,6 +167,7 @@ class Settings:
         model: Chat model spec: `offline` or `openai:<model>`.
         openai_api_key: Key for `openai:` specs.
         openai_base_url: Any OpenAI-compatible server (Ollama, vLLM, DeepSeek, Qwen...).
+        requests: Answer length, timeout and retries of each request to a real model.
         agent_id: Recorded on every memory this agent writes.
         recall_k: How many memories load_memory puts in the prompt.
         context_tokens: Token budget of what the chat node sends to the model.
@@ -153,6 +187,7 @@ class Settings:
     model: str = "offline"
     openai_api_key: str | None = None
     openai_base_url: str | None = None
+    requests: ModelRequests = field(default_factory=ModelRequests)
     agent_id: str = "memory-agent"
     recall_k: int = 8
     context_tokens: int = 8000
@@ -230,6 +265,7 @@ class Settings:
             model=model,
             openai_api_key=key,
             openai_base_url=base_url,
+            requests=ModelRequests.from_env(),
             agent_id=env.get("MEMORY_AGENT_ID") or "memory-agent",
             recall_k=_number("MEMORY_AGENT_RECALL_K", 8, 1, 100),
             context_tokens=context_tokens,

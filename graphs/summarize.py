@@ -17,7 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.constants import TAG_NOSTREAM
 
 import prompts
+from graphs.extract import structured
 from graphs.messages import one_line, summarized_ids, text_of
+from graphs.models import ainvoke_structured
 from graphs.window import _turns as _split_turns
 from memory.extraction import asks_to_forget, has_cjk
 from memory.privacy import redact
@@ -64,11 +66,10 @@ async def summarize_thread(
     try:
         runnable = model.with_structured_output(SUMMARY_SCHEMA, include_raw=True)
         runnable = runnable.with_config(tags=[TAG_NOSTREAM])  # not a chat reply
-        out = await runnable.ainvoke(
-            [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
+        out = await ainvoke_structured(
+            runnable, [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
         )
-        parsed = out.get("parsed") if isinstance(out, dict) else out
-        summary = merge_summary(previous, ThreadSummary.model_validate(parsed))
+        summary = merge_summary(previous, ThreadSummary.model_validate(structured(out)))
         summary = screen_summary(summary, lambda items: [redact(i) for i in items])
         summary = await asyncio.to_thread(
             screen_summary, summary, lambda items: service.unforgotten(user, items)

@@ -8,6 +8,7 @@ a question, whether it asks to forget (`forget_requests`), where its sentences e
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from datetime import datetime, time, timedelta
@@ -22,6 +23,10 @@ log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 20
 MAX_CONTENT_CHARS = 500
+MAX_SUBJECT_CHARS = 64
+MAX_SUBJECT_PARTS = 6
+MAX_SUBJECT_PART_CHARS = 40
+"""A subject is a short key: `profile.city`, `habit.<a squashed phrase of up to 40>`."""
 DEFAULT_EVENT_TTL = timedelta(days=7)
 
 
@@ -110,10 +115,102 @@ def coerce_extraction(raw: Any) -> Extraction:
             continue
         for item in items[:MAX_CANDIDATES]:
             try:
-                target.append(model.model_validate(item))  # type: ignore[arg-type]
+                valid = model.model_validate(item)
             except ValidationError as exc:
                 log.warning("malformed %s item skipped: %s", field, exc.errors()[:1])
+                continue
+            junk = junk_reason(valid) if isinstance(valid, CandidateMemory) else None
+            if junk:
+                log.warning("extracted memory refused (%s): %.120r", junk, item)
+                continue
+            target.append(valid)  # type: ignore[arg-type]
     return out
+
+
+_SLUG = re.compile(r"^[\w-]+(?:\.[\w-]+)*$")
+# What a weak model writes when it copies the schema instead of filling it: a template
+# slot (`{{}}`, `{content}`, `<content>`), a type name, an ellipsis, or no word at all.
+_SLOT = re.compile(r"\{+[^{}]{0,40}\}+|<[\w ]{1,40}>")
+_PLACEHOLDER = re.compile(
+    r"^\W*(?:string|str|text|content|none|null|nil|n/?a|todo|tbd|xxx|example|sentence"
+    r"|value|subject)?\W*$",
+    re.I,
+)
+
+
+def junk_reason(candidate: CandidateMemory) -> str | None:
+    """Return why a well-formed candidate is junk that must not be stored, or None.
+
+    The schema admits any strings; a weak model (or one caught in a repeat loop) fills it
+    with sentences as subjects (`munich_is_a_city_with_many_interesting_things,...`) and
+    placeholders as content (`{{}}`). Such items are refused here, before they reach
+    the store, however confident the model says it is.
+    """
+    subject = candidate.subject
+    parts = subject.split(".")
+    if (
+        len(subject) > MAX_SUBJECT_CHARS
+        or len(parts) > MAX_SUBJECT_PARTS
+        or any(len(p) > MAX_SUBJECT_PART_CHARS for p in parts)
+        or not _SLUG.match(subject)
+    ):
+        return f"subject {subject[:MAX_SUBJECT_CHARS]!r} is not a short dotted key"
+    words = _SLOT.sub(" ", candidate.content)
+    if _PLACEHOLDER.match(words) or not any(c.isalpha() for c in words):
+        return f"content {candidate.content[:40]!r} is a placeholder, not a sentence"
+    return None
+
+
+def salvage_json(text: str) -> Any:
+    """Return the JSON object in a model's reply, or what survives of one that was cut.
+
+    A reply may wrap the object in prose or a code fence, or end mid-item where the length
+    limit cut it: then every item completed before the cut is kept (the object is closed
+    after the last complete one) and the cut one is dropped. None if no object is found.
+    """
+    start = text.find("{")
+    if start < 0:
+        return None
+    body = text[start:]
+    try:
+        return json.JSONDecoder().raw_decode(body)[0]
+    except json.JSONDecodeError:
+        pass
+    end = len(body)
+    for _ in range(MAX_CANDIDATES * 4):  # each candidate closes a few braces at most
+        end = body.rfind("}", 0, end)
+        if end < 0:
+            return None
+        closed = _closed(body[: end + 1])
+        if closed is not None:
+            try:
+                return json.loads(closed)
+            except json.JSONDecodeError:
+                pass
+    return None
+
+
+def _closed(prefix: str) -> str | None:
+    """Return a JSON prefix with its open arrays and objects closed (None: cut in a string)."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in prefix:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append("]" if ch == "[" else "}")
+        elif ch in "]}" and stack:
+            stack.pop()
+    if in_string:
+        return None
+    return prefix + "".join(reversed(stack))
 
 
 def event_expiry(

@@ -59,6 +59,7 @@ class Reply:
         raw: Sent verbatim as a 200 answer's body instead of a completion (a server whose
             answer is not JSON, or not a completion).
         hang_up: Close the connection without answering.
+        headers: Extra response headers, e.g. ``{"retry-after-ms": "10"}`` on a 429.
     """
 
     content: str = ""
@@ -70,6 +71,7 @@ class Reply:
     delay: float = 0.0
     raw: bytes | None = None
     hang_up: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
 
     def openai_tool_calls(self, cid: str) -> list[dict[str, Any]]:
         """Return the tool calls as OpenAI sends them in a message."""
@@ -292,16 +294,25 @@ class _RequestHandler(BaseHTTPRequestHandler):
 
     # --- plumbing ------------------------------------------------------------------------
 
-    def _send_json(self, status: int, payload: Any) -> None:
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        self._send_json(status, {"error": {"message": message, "type": kind, "code": None}})
+    def _error(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        error = {"error": {"message": message, "type": kind, "code": None}}
+        self._send_json(status, error, headers)
 
     def _body(self) -> dict[str, Any] | None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -359,7 +370,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
             return
         if reply.status != 200:
             self._error(reply.status, reply.error, "server_error" if reply.status >= 500 else
-                        "invalid_request_error")  # fmt: skip
+                        "invalid_request_error", reply.headers)  # fmt: skip
             return
         cid = self.owner._next_id()
         model = body.get("model") or self.owner.model_name
