@@ -11,6 +11,7 @@ derived from that outcome: `TurnOutcome.cuts` is the one rule that rewrites them
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -193,9 +194,8 @@ def cuts_of(changes: Sequence[Change], extraction: Extraction, redact_thread: bo
     phrases = [said_phrase(r, topic) for r in forgotten if not is_raw_turn(r)]
     if forgotten:
         phrases += [forget_phrase(q)[0] for q in asked]
-    withheld = any(c.action == "withheld" for c in changes)
     return ThreadCuts(
-        statements=statements, phrases=[p for p in phrases if p], redact=redact_thread or withheld
+        statements=statements, phrases=[p for p in phrases if p], redact=redact_thread
     )
 
 
@@ -280,7 +280,13 @@ def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) 
     "That" / "刚才那句" / "当我没说" mean the newest of them that stated something.
     """
     said = [st for st in statements_of(user_id, thread_id, earlier) if not is_question(st.text)]
-    return [st.id for st in reversed(said)][:LATEST_STATEMENTS]
+    # A statement about the user comes before a request ("推荐个餐馆" is not what "this" means).
+    about = [st for st in said if _FIRST_PERSON.search(st.text)]
+    rest = [st for st in said if not _FIRST_PERSON.search(st.text)]
+    return [st.id for st in [*reversed(about), *reversed(rest)]][:LATEST_STATEMENTS]
+
+
+_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'd|my|me|mine|we|our|us)\b|我")
 
 
 def sensitive_subject(subject: str) -> bool:
