@@ -35,14 +35,20 @@ _OPENAI = {
 }
 
 import _common  # noqa: E402, F401  (sets the offline environment, puts the repo on sys.path)
-from _common import finish, log, output_args, start  # noqa: E402
+from _common import finish, load_avg, log, output_args, start  # noqa: E402
 from _rules_baseline import rule_is_question  # noqa: E402
 
 from graphs.offline import plan_update  # noqa: E402
 from graphs.offline_rules import _clauses, _from_rules, extract_rules  # noqa: E402
-from memory.extraction import asks_by_form, forget_span, split_sentences  # noqa: E402
+from memory.extraction import (  # noqa: E402
+    asks_by_form,
+    forget_requests,
+    forget_span,
+    split_sentences,
+)
 from memory.understanding import Reading, read_utterances  # noqa: E402
 from memory.understanding.corpus import FAMILIES, INTENTS, TRAP, Utterance, load_split  # noqa: E402
+from memory.understanding.features import sentence_vectors  # noqa: E402
 from memory.understanding.model import load_model  # noqa: E402
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -83,10 +89,18 @@ def offline_path_label(text: str) -> Label:
     """Return the reading the offline path acts on: the model's, with the question grammar.
 
     `extract_rules` keeps nothing from a sentence the grammar reads as asking, whatever the
-    model says (a forget request excepted), so a question without a mark is still one.
+    model says (a forget request excepted), so a question without a mark is still one; a
+    forget request is what `forget_requests` returns (the model, or a request's wording
+    the model does not rule out). A forget reading it turns down counts as chit-chat.
     """
     intent, kind, family = model_label(text)
-    if intent != "forget" and all(asks_by_form(s) for s in split_sentences(text) or [text]):
+    sentences = split_sentences(text) or [text]
+    # A forget request is `forget_requests`' call: the model, tipped by a request's wording.
+    if any(forget_requests(s) for s in sentences):
+        return "forget", kind, family
+    if intent == "forget":
+        intent = "question" if all(asks_by_form(s) for s in sentences) else "chitchat"
+    elif all(asks_by_form(s) for s in sentences):
         return "question", kind, family
     return intent, kind, family
 
@@ -231,8 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     log(f"{len(items)} utterances of the {args.split} split")
     model = load_model()
 
-    # The whole cost of one turn's reading (encoder and heads), nothing cached.
+    # The whole cost of one turn's reading (encoder and heads), nothing cached; and the
+    # encoder's share of it (the graph embeds the turn for recall as well).
     _, model_time = timed(lambda text: model.predict([text]), texts)
+    _, encoder_time = timed(lambda text: sentence_vectors([text]), texts)
     model_labels, _ = timed(model_label, texts)
     rule_labels, rule_time = timed(rules_label, texts)
     result: dict[str, Any] = {
@@ -242,7 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "model": by_language(items, model_labels),
         "offline_path": by_language(items, [offline_path_label(t) for t in texts]),
         "rules": by_language(items, rule_labels),
-        "time_per_utterance": {"model": model_time, "rules": rule_time},
+        "time_per_utterance": {
+            "model": model_time,
+            "model_encoder_only": encoder_time,
+            "rules": rule_time,
+            "load_avg": load_avg(),
+        },
         "fresh_set": fresh_set(),
         "targets": {
             "intent_macro_f1_per_language": 0.90,

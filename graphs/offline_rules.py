@@ -520,15 +520,16 @@ def extract_rules(text: str, now: datetime) -> Extraction:
     sentences = split_sentences(text)
     readings = read_utterances(sentences) if sentences else []
     for sentence, reading in zip(sentences, readings, strict=True):
-        if reading.intent == "forget":
-            out.forget.extend(forget_requests(sentence))
+        asked = forget_requests(sentence)
+        if asked:
+            out.forget.extend(asked)
             continue
-        if reading.intent not in (*_STATES, "plan") or asks_by_form(sentence):
+        if reading.intent in ("question", "forget") or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
         if _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue
-        # A plan may still state a fact a pattern knows ("我们用Go写后端"); only statements
-        # are kept in their own words.
+        # A plan or a remark may still state what a pattern knows ("我们用Go写后端", "Call me
+        # Alex."); only what the model reads as a statement is kept in its own words.
         typed = reading.intent in _STATES
         for cand in _statements(sentence, reading, now, typed=typed):
             if len(out.memories) < MAX_CANDIDATES:

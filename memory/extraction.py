@@ -376,6 +376,11 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     return None
 
 
+SPAN_FORGET_FLOOR = 0.1
+"""The model's forget probability a sentence worded as a request ("Please forget that …",
+"不要再提熊猫了") needs; without such wording it needs the model's own threshold."""
+
+
 def forget_requests(sentence: str) -> list[ForgetRequest]:
     """Return the forget request a sentence makes, if the understanding model reads one.
 
@@ -388,9 +393,10 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     words; a family adds its subject prefix.
     """
     reading = read_utterance(sentence)
-    if reading.intent != "forget":
-        return []
     found = forget_span(sentence)
+    # The request's wording is evidence too: with it, the model need only not rule it out.
+    if reading.intent != "forget" and (found is None or reading.forget < SPAN_FORGET_FLOOR):
+        return []
     if found is None and asks_by_form(sentence):
         return []  # "Have I told you about my job?" asks; a request asked would name itself
     that = "这个" if has_cjk(sentence) else "that"
@@ -424,7 +430,8 @@ _REQUEST_WORDS = re.compile(
 )
 
 
-_ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了(?:吗|么|没有?)$")
+# "你忘了吗？", "你删了我的地址吗": asks whether it was done (an object may come between).
+_ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了[^吧，,。]{0,12}?(?:吗|么|没有?)$")
 _POLITE_END = re.compile(
     r"(?i)(?:[,，\s]+(?:please|thanks|thank you|ok|okay)"
     r"|[，,]?(?:好吗|好不好|可以吗|行吗|吗|呢|谢谢))+$"

@@ -60,6 +60,8 @@ class Reading:
     """For forget and update: `family`, `that` (the previous statement) or `all`."""
     confidence: float
     """The intent's probability."""
+    forget: float = 0.0
+    """The probability of `forget`, whatever intent won (a request's wording may tip it)."""
 
 
 _CACHE: dict[str, Reading] = {}
@@ -92,6 +94,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 family=_label(model.heads["family"].labels, list(probs["family"][i])),
                 target=_label(model.heads["target"].labels, list(probs["target"][i])),
                 confidence=row[intents.index(intent)],
+                forget=float(probs["intent"][i][forget]),
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:
