@@ -453,17 +453,23 @@ def _subject(reading: Reading, clause: str) -> str:
         return f"family.{who}.{slug}"
     if _OTHER_PERSON.search(clause):
         return f"people.{slug}"
-    prefix = FAMILY_PREFIX.get(reading.family, "note")
-    # One value per user: a new city or age replaces the one on record, whatever its words.
-    if reading.family in ("home", "age", "name"):
-        return prefix
-    return f"{prefix}.{slug}"
+    # One value per user: a new age or name, or a move, replaces the one on record whatever
+    # its words. A remark about home that is no move ("楼下新开了一家面包店") is not the city.
+    if reading.family in ("age", "name") or (
+        reading.family == "home" and reading.intent == "update"
+    ):
+        return FAMILY_PREFIX[reading.family]
+    if reading.family == "home":
+        return f"home.{slug}"
+    return f"{FAMILY_PREFIX[reading.family]}.{slug}"
 
 
 def _from_reading(clause: str, reading: Reading, now: datetime) -> CandidateMemory | None:
     """Return a statement no pattern knew, typed as the model reads it, said in its own words."""
     if len(normalize_text(clause)) < _MIN_STATEMENT_CHARS or reading.kind == "event":
         return None  # a one-off without a future day is history: dates decide events
+    if reading.family not in FAMILY_PREFIX and reading.kind not in ("habit", "recurring_date"):
+        return None  # about no subject of the user's ("墙上的挂钟停了"): the raw turn keeps it
     zh = has_cjk(clause)
     said = trim_phrase(clause)
     value = None
