@@ -215,8 +215,9 @@ class OfflineChatModel(BaseChatModel):
             )
         shown = memories[:5]
         if zh:
-            items = "；".join(shown)
-            return f"（离线模式）根据我记得的：{items} 我会据此回答你的问题：“{question[:200]}”。"
+            # Each memory ends with its own full stop: cut it so "；" is the only mark between.
+            items = "；".join(m.rstrip("。.；;！!") for m in shown) + "。"
+            return f"（离线模式）根据我记得的：{items}我会据此回答你的问题：“{question[:200]}”。"
         items = " ".join(m if m.endswith((".", "。", "）", ")")) else m + "." for m in shown)
         return (
             f"(offline model) Based on what I remember: {items} "

@@ -19,9 +19,9 @@ from memory.extraction import (
     MAX_CANDIDATES,
     CandidateMemory,
     Extraction,
+    asks_by_form,
     forget_requests,
     has_cjk,
-    is_question,
     split_sentences,
     trim_phrase,
 )
@@ -29,6 +29,7 @@ from memory.records import normalize_text
 from memory.recurring import recurring_fact
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.timeparse import find_date, is_date_phrase, statement_lean
+from memory.understanding import FAMILY_PREFIX, RECORD_KIND, Reading, read_utterances
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
@@ -366,12 +367,19 @@ _PLAN = re.compile(r"\b(?:i|we|i'm|i am|we're|we are|my|our)\b|我|咱们", re.I
 _PAST_SPAN_DAYS = 31  # a past month is an event ("二〇二三年三月我在东京"); a past year is not
 
 
+_CONJUNCTION = re.compile(
+    r"^(?:and|but|also|so|plus)\s+|^(?:而且|还有|另外|但是|不过|并且|然后)", re.I
+)
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = re.split(
         r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
     )
     out: list[str] = []
-    for part in (p.strip(" .!。！") for p in parts if p and p.strip(" .!。！")):
+    for part in (_CONJUNCTION.sub("", p.strip(" .!。！")) for p in parts if p):
+        if not part.strip(" .!。！"):
+            continue
         if out and is_date_phrase(out[-1]):  # "Next Friday, I ...": the date is the next clause's
             out[-1] = f"{out[-1]}{'，' if has_cjk(part) else ', '}{part}"
         else:
@@ -411,11 +419,130 @@ def _undated(clause: str, now: datetime) -> str:
     return clause[len(mention.text) :].lstrip(" ,，、") or clause
 
 
-def extract_rules(text: str, now: datetime) -> Extraction:
-    """Extract explicit first-person statements from one user message.
+def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory | None:
+    """Return what a pattern pulls out of one clause (a value span), if one matches."""
+    rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
+    cand = None
+    dated = find_date(clause, now) is not None
+    # A birthday recurs: a yearly fact, never an expiring event; a routine names a date but
+    # is no one-off event either (the model says which).
+    if dated:
+        cand = recurring_fact(clause)
+        if cand is None and reading.kind not in ("habit", "recurring_date"):
+            cand = _event(clause, now)
+    if cand is None:
+        cand = _negation(clause)
+    if cand is None:
+        body = _undated(clause, now) if dated else clause
+        for pat, build in _CONTACT + rules:
+            m = pat.search(body)
+            if m:
+                cand = build(m)
+                break
+    if cand is None and dated and reading.kind not in ("habit", "recurring_date"):
+        cand = _event(clause, now, past=True)  # history, when no typed rule read the clause
+    if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
+        return None  # the pattern matched, but the value it names is empty
+    return cand
 
-    Questions, hypotheticals, tentative remarks and other people's preferences yield
-    nothing: each rule is anchored on the speaker ("I ...", "我...").
+
+_RELATION = re.compile(
+    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
+    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
+    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
+    r"|妹|姐|哥|弟|妈|爸)"
+)
+# A statement whose subject is someone else ("My colleague lives in Rome", "我老婆喜欢吃辣"):
+# it is kept, but never filed as the user's own city, name or taste.
+_OTHER_PERSON = re.compile(
+    r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:sister|brother|mom|mum|mother|dad|father|wife"
+    r"|husband|partner|son|daughter|kids?|children|grandma|grandpa|aunt|uncle|cousin|niece"
+    r"|nephew|girlfriend|boyfriend|colleague|coworker|co-worker|friend|boss|manager"
+    r"|neighbou?r|roommate|flatmate|teacher|doctor|parents?)\b"
+    r"|^我的?(?:妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|孩子|奶奶|爷爷|外婆|姥姥|对象"
+    r"|男朋友|女朋友|同事|朋友|老板|领导|邻居|室友|闺蜜|同学|爸妈|父母|妹|姐|哥|弟|妈|爸)"
+)
+_BIRTHDAY = re.compile(r"(?i)birthday|bday|生日")
+_MIN_STATEMENT_CHARS = 4
+
+
+def _subject(reading: Reading, clause: str) -> str:
+    """Return the subject a statement the patterns did not know is filed under."""
+    slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
+    relation = _RELATION.search(clause)
+    who = (relation[1] or relation[2]).casefold() if relation else None
+    if reading.kind == "recurring_date":
+        what = "birthday" if _BIRTHDAY.search(clause) else "anniversary"
+        return f"family.{who}.{what}" if who else f"profile.{what}"
+    if reading.kind == "habit":
+        return f"habit.{slug}"
+    if who and (reading.family == "family" or _OTHER_PERSON.search(clause)):
+        return f"family.{who}.{slug}"
+    if _OTHER_PERSON.search(clause):
+        return f"people.{slug}"
+    # One value per user: a new age or name, or a move, replaces the one on record whatever
+    # its words. A remark about home that is no move ("楼下新开了一家面包店") is not the city.
+    if reading.family in ("age", "name") or (
+        reading.family == "home" and reading.intent == "update"
+    ):
+        return FAMILY_PREFIX[reading.family]
+    if reading.family == "home":
+        return f"home.{slug}"
+    return f"{FAMILY_PREFIX[reading.family]}.{slug}"
+
+
+def _from_reading(clause: str, reading: Reading, now: datetime) -> CandidateMemory | None:
+    """Return a statement no pattern knew, typed as the model reads it, said in its own words."""
+    if len(normalize_text(clause)) < _MIN_STATEMENT_CHARS or reading.kind == "event":
+        return None  # a one-off without a future day is history: dates decide events
+    if reading.family not in FAMILY_PREFIX and reading.kind not in ("habit", "recurring_date"):
+        return None  # about no subject of the user's ("墙上的挂钟停了"): the raw turn keeps it
+    zh = has_cjk(clause)
+    said = trim_phrase(clause)
+    value = None
+    if reading.kind == "recurring_date" and (mention := find_date(clause, now)) is not None:
+        value = mention.day.strftime("--%m-%d")  # yearly: the month and day, no year
+    return CandidateMemory(
+        kind=RECORD_KIND.get(reading.kind, "fact"),
+        subject=_subject(reading, clause),
+        content=f"用户说：{said}。" if zh else f"User said: {said}.",
+        value=value,
+        confidence=0.8,
+    )
+
+
+_STATES = ("remember", "update")
+
+
+def _statements(
+    sentence: str, reading: Reading, now: datetime, *, typed: bool = True
+) -> list[CandidateMemory]:
+    """Return the candidates of one sentence: what patterns find, and (`typed`) the rest."""
+    clauses = _clauses(sentence)
+    found = [_from_rules(c, now, reading) for c in clauses]
+    if not typed:
+        return [cand for cand in found if cand is not None]
+    missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
+    # One clause is the sentence the model already read; several are read each on its own.
+    readings = [reading] * len(missed) if len(clauses) == 1 else read_utterances(missed)
+    by_clause = dict(zip(missed, readings, strict=True))
+    out = []
+    for clause, cand in zip(clauses, found, strict=True):
+        if cand is None and by_clause[clause].intent in _STATES:
+            cand = _from_reading(clause, by_clause[clause], now)
+        if cand is not None:
+            out.append(cand)
+    return out
+
+
+def extract_rules(text: str, now: datetime) -> Extraction:
+    """Extract the statements of one user message, read by the understanding model.
+
+    The model (`memory.understanding`) says what each sentence is: a statement (to remember
+    or an update), a question, a forget request, chit-chat or a plan; only statements yield
+    memories. Patterns pull the value out of the statements they know ("I live in X");
+    the others are kept in the user's words, typed and filed by the model's kind and
+    subject family. Hypotheticals and tentative remarks yield nothing.
 
     Args:
         text: The user's message.
@@ -423,33 +550,22 @@ def extract_rules(text: str, now: datetime) -> Extraction:
 
     """
     out = Extraction()
-    for sentence in split_sentences(text):
+    sentences = split_sentences(text)
+    readings = read_utterances(sentences) if sentences else []
+    for sentence, reading in zip(sentences, readings, strict=True):
         asked = forget_requests(sentence)
         if asked:
             out.forget.extend(asked)
             continue
-        if is_question(sentence) or _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
+        if reading.intent in ("question", "forget") or asks_by_form(sentence):
+            continue  # what asks (by the model or by its form) states nothing
+        if _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue
-        for clause in _clauses(sentence):
-            rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
-            cand = None
-            dated = find_date(clause, now) is not None
-            if dated:  # a birthday recurs: a yearly fact, never an expiring event
-                cand = recurring_fact(clause) or _event(clause, now)
-            if cand is None:
-                cand = _negation(clause)
-            if cand is None:
-                body = _undated(clause, now) if dated else clause
-                for pat, build in _CONTACT + rules:
-                    m = pat.search(body)
-                    if m:
-                        cand = build(m)
-                        break
-            if cand is None and dated:  # history, when no typed rule read the clause
-                cand = _event(clause, now, past=True)
-            if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
-                cand = None  # the pattern matched, but the value it names is empty
-            if cand is not None and len(out.memories) < MAX_CANDIDATES:
+        # A plan or a remark may still state what a pattern knows ("我们用Go写后端", "Call me
+        # Alex."); only what the model reads as a statement is kept in its own words.
+        typed = reading.intent in _STATES
+        for cand in _statements(sentence, reading, now, typed=typed):
+            if len(out.memories) < MAX_CANDIDATES:
                 out.memories.append(cand)
     return out
 

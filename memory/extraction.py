@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.language import HAN, HAN_CHAR, has_han
 from memory.records import Kind, clean_text, kinds_help
+from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +230,13 @@ def event_expiry(
 
 
 # --- what a message asks ------------------------------------------------------------------
+# What a sentence *is* (a statement, a forget request, an update) is the understanding
+# model's reading (`memory.understanding`). Whether it asks stays a matter of its form (a
+# question mark, an inverted auxiliary, 吗, A-not-A): the model read questions without a
+# mark and statements with a question word in them worse than this grammar (see
+# `benchmarks/understanding.py`), so the grammar decides and the model only rules out a
+# forget request ("请问你能忘记我住在哪里吗？" asks to forget, not a question).
+
 
 # An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
 # "can Anna"); followed by anything else it opens a statement ("Will is my brother", "Do
@@ -297,7 +305,7 @@ _ZH_SUBORDINATE = re.compile(
 )
 
 
-def _asks(sentence: str) -> bool:
+def asks_by_form(sentence: str) -> bool:
     """Return True if one sentence asks rather than states.
 
     A question mark asks. Without one, a Chinese sentence is read clause by clause (clauses
@@ -359,10 +367,13 @@ def is_question(text: str) -> bool:
     filler ("Hi! Where do I live?"); one that also states something ("我对花生过敏。你知道我
     在哪工作吗？") states, so the graph keeps it as a raw turn. Question words used as
     pronouns ("我什么都吃", "谁都知道我爱喝茶", "What I want is a dog") or in an embedded
-    clause ("我不知道为什么喜欢猫") do not make a question.
+    clause ("我不知道为什么喜欢猫") do not make a question, nor does a forget request.
     """
     sentences = [p for p in split_sentences(text) if p.strip(" \t\"'“”‘’。.,，!！?？")]
-    asking = [_asks(p) for p in sentences]
+    asking = [asks_by_form(p) for p in sentences]
+    if not any(asking):
+        return False
+    asking = [a and not forget_requests(p) for a, p in zip(asking, sentences, strict=True)]
     if not any(asking):
         return False
     return all(a or _is_filler(p) for a, p in zip(asking, sentences, strict=True))
@@ -442,21 +453,21 @@ _RETRACT_ZH = re.compile(
 )
 
 
-def forget_requests(sentence: str) -> list[ForgetRequest]:
-    """Return the forget request a sentence makes ("forget …", "don't remember …", "把…删掉").
+def forget_span(sentence: str) -> ForgetRequest | None:
+    """Return what a forget request names, pulled out by its wording ("forget …", "把…删掉").
 
-    Checked before anything else: "请忘记我住在哪里" asks to forget, even though it has a
-    question word in it. "That" / "这个" means what the user just said.
+    Only the span: whether the sentence asks to forget at all is `forget_requests`' call.
+    "That" / "这个" means what the user just said.
     """
     s = sentence.strip().rstrip("。.!！?？~～")
     if _ASKS_DONE.search(s):
-        return []  # "你忘了吗？" asks whether something was forgotten
+        return None  # "你忘了吗？" asks whether something was forgotten
     # "…删掉吗？", "…, please?": how it is asked does not change what is asked.
     s = _POLITE_END.sub("", s) or s
     # "What I just said" is asked as "that" / "这个", the words a model is told to use.
     that = "这个" if has_cjk(s) else "that"
     if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
-        return [ForgetRequest(query=that)]
+        return ForgetRequest(query=that)
     for pat in _FORGET_ZH if has_cjk(s) else _FORGET_EN:
         m = pat.match(s)
         if m is None:
@@ -465,11 +476,66 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(m.group("q") or ""))
-        return [ForgetRequest(query=query or that)]
-    return []
+        return ForgetRequest(query=query or that)
+    return None
 
 
-_ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了(?:吗|么|没有?)$")
+SPAN_FORGET_FLOOR = 0.1
+"""The model's forget probability a sentence worded as a request ("Please forget that …",
+"不要再提熊猫了") needs; without such wording it needs the model's own threshold."""
+
+
+def forget_requests(sentence: str) -> list[ForgetRequest]:
+    """Return the forget request a sentence makes, if the understanding model reads one.
+
+    The model decides whether the sentence asks to forget ("I never forget birthdays" does
+    not; "Oops, take that back." does) and what it points at: "that" (the previous
+    statement), a subject family, or everything. A sentence asking by its form is a request
+    only if its wording says so ("能把我上一句删掉吗？"), not a question about memory
+    ("Have I told you about my job?"). The words it names come from the wording
+    when a pattern knows it (`forget_span`), else from the sentence without its request
+    words; a family adds its subject prefix.
+    """
+    reading = read_utterance(sentence)
+    found = forget_span(sentence)
+    # The request's wording is evidence too: with it, the model need only not rule it out.
+    if reading.intent != "forget" and (found is None or reading.forget < SPAN_FORGET_FLOOR):
+        return []
+    if found is None and asks_by_form(sentence):
+        return []  # "Have I told you about my job?" asks; a request asked would name itself
+    that = "这个" if has_cjk(sentence) else "that"
+    if reading.target == "that":
+        return [ForgetRequest(query=that)]
+    if found is None:
+        words = _REQUEST_WORDS.sub(" ", sentence)
+        found = ForgetRequest(query=" ".join(trim_phrase(words).split()) or that)
+    query = _ZH_ADDRESSEE.sub("", found.query) or found.query
+    subject = found.subject
+    if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
+        subject = FAMILY_PREFIX[reading.family]
+    return [ForgetRequest(query=query, subject=subject)]
+
+
+# Families with one value per user: the family alone says which record ("stop storing my
+# location"). Other families hold many (a sister and a brother), so only words pick them.
+_ONE_VALUE = frozenset({"home", "name", "age"})
+_ZH_ADDRESSEE = re.compile(r"(?:你|您)(?:就|都)?$")
+
+
+# The words of a forget request that name no content, cut before its words are matched.
+_REQUEST_WORDS = re.compile(
+    r"(?i)\b(?:actually|please|pls|oops|hmm|wait|just|can you|could you|would you|you|i'd"
+    r"|rather|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
+    r"|drop|wipe|scrub|clear|leave|out of|your|memory|memories|notes|file|keep|keeping|store"
+    r"|storing|save|saving|remember|remembering|know|what|told|said|about|the|bit|part|thing"
+    r"|stuff|info|anything|everything|on|from|of|any|anymore|more)\b"
+    r"|请|麻烦|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存|保存|留着|留|删掉|删除|删了|删"
+    r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
+)
+
+
+# "你忘了吗？", "你删了我的地址吗": asks whether it was done (an object may come between).
+_ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了[^吧，,。]{0,12}?(?:吗|么|没有?)$")
 _POLITE_END = re.compile(
     r"(?i)(?:[,，\s]+(?:please|thanks|thank you|ok|okay)"
     r"|[，,]?(?:好吗|好不好|可以吗|行吗|吗|呢|谢谢))+$"
@@ -486,4 +552,7 @@ _ABOUT_MEMORY = re.compile(
 
 def asks_to_forget(text: str) -> bool:
     """Return True if a message asks to forget something ("forget that …", "别记这个")."""
-    return any(forget_requests(s) for s in split_sentences(text))
+    sentences = split_sentences(text)
+    if sentences:
+        read_utterances(sentences)  # one encoder batch for the message
+    return any(forget_requests(s) for s in sentences)

@@ -38,10 +38,7 @@ NOT_REMEMBERED = [
     "I'd like a dinner idea",
     "If I lived in Paris I would be happy",
     "Maybe I like jazz",
-    "My wife likes sushi",
-    "My colleague lives in Rome",
     "我喜欢吃什么？",
-    "我老婆喜欢吃辣",
     "如果我住在北京，我会天天吃烤鸭",
     "我可能下个月搬家",
     "你喜欢什么音乐吗",
@@ -59,6 +56,23 @@ def test_explicit_statements_are_extracted(text: str, expected: list[tuple[str, 
 def test_questions_hypotheticals_and_others_are_not(text: str) -> None:
     out = extract_rules(text, NOW)
     assert out.memories == [] and out.forget == []
+
+
+@pytest.mark.parametrize(
+    ("text", "prefix"),
+    [
+        ("My wife likes sushi", "family.wife."),
+        ("我老婆喜欢吃辣", "family.老婆."),
+        ("My colleague lives in Rome", "people."),
+    ],
+)
+def test_other_peoples_statements_are_kept_but_never_as_the_users_own(
+    text: str, prefix: str
+) -> None:
+    """A wife's taste is worth keeping (dinner ideas), filed under her, not as the user's."""
+    (cand,) = extract_rules(text, NOW).memories
+    assert cand.subject.startswith(prefix)
+    assert not cand.subject.startswith(("likes.", "diet.", "profile."))
 
 
 def test_dated_plan_becomes_event_with_resolved_date() -> None:

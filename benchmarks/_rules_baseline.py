@@ -1,0 +1,19 @@
+"""The keyword rules the understanding model replaced, kept as the benchmark's baseline.
+
+`benchmarks/understanding.py` measures the trained model against these, in the same run:
+`rule_is_question` is the old `memory.extraction.is_question` (the question grammar alone,
+with no model to rule out forget requests).
+"""
+
+from __future__ import annotations
+
+from memory.extraction import _is_filler, asks_by_form, split_sentences
+
+
+def rule_is_question(text: str) -> bool:
+    """Return True if the question grammar alone reads a message as asking."""
+    sentences = [p for p in split_sentences(text) if p.strip(" \t\"'“”‘’。.,，!！?？")]
+    asking = [asks_by_form(p) for p in sentences]
+    if not any(asking):
+        return False
+    return all(a or _is_filler(p) for a, p in zip(asking, sentences, strict=True))

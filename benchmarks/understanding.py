@@ -1,0 +1,289 @@
+"""What a user's utterance is, on the corpus's test split: the trained model vs the old rules.
+
+    python benchmarks/understanding.py [--split test] [--model openai:<name>] [--json] [--out PATH]
+
+On each utterance of the split (`memory/understanding/corpus/test.jsonl`, never used for
+tuning), per language: per-label precision / recall / F1 of the intent, the intent macro-F1,
+the kind accuracy (over statements and updates), the subject family accuracy, forget
+precision / recall and the confusion of forget requests vs everything else (and how many
+ordinary statements with a trap word, "forget", "run", 删, 忘, 别 ..., were taken for a
+forget request); then the median time per utterance of the model (one utterance at a time,
+the encoder included, nothing cached) and of the old keyword rules, in the same run.
+
+``--model openai:<name>`` also scores a real model (OpenAI-compatible, `OPENAI_BASE_URL`)
+asked for the same labels; it needs a key and a network, so it is not run here.
+Prints one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+# `_common` clears the key and endpoint so nothing leaves the machine; `--model` needs them.
+_OPENAI = {
+    "api_key": os.environ.get("OPENAI_API_KEY"),
+    "base_url": os.environ.get("OPENAI_BASE_URL"),
+}
+
+import _common  # noqa: E402, F401  (sets the offline environment, puts the repo on sys.path)
+from _common import finish, load_avg, log, output_args, start  # noqa: E402
+from _rules_baseline import rule_is_question  # noqa: E402
+
+from graphs.offline import plan_update  # noqa: E402
+from graphs.offline_rules import _clauses, _from_rules, extract_rules  # noqa: E402
+from memory.extraction import (  # noqa: E402
+    asks_by_form,
+    forget_requests,
+    forget_span,
+    split_sentences,
+)
+from memory.understanding import Reading, read_utterances  # noqa: E402
+from memory.understanding.corpus import FAMILIES, INTENTS, TRAP, Utterance, load_split  # noqa: E402
+from memory.understanding.features import sentence_vectors  # noqa: E402
+from memory.understanding.model import load_model  # noqa: E402
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+Label = tuple[str, str, str]
+"""(intent, kind, family) as a system reads one utterance."""
+_NEUTRAL = Reading("remember", "fact", "none", "none", 1.0)
+
+
+def rules_label(text: str) -> Label:
+    """Return how the old keyword rules read an utterance (what they did before the model)."""
+    sentences = split_sentences(text) or [text]
+    if any(forget_span(s) is not None for s in sentences):
+        return "forget", "none", "none"
+    if rule_is_question(text):
+        return "question", "none", "none"
+    if plan_update(text, "") is not None:
+        return "plan", "none", "none"
+    found = [
+        cand
+        for s in sentences
+        if not rule_is_question(s)
+        for c in _clauses(s)
+        if (cand := _from_rules(c, NOW, _NEUTRAL)) is not None
+    ]
+    if not found:
+        return "chitchat", "none", "none"
+    intent = "update" if any(c.replaces for c in found) else "remember"
+    return intent, found[0].kind, found[0].subject.split(".")[0]
+
+
+def model_label(text: str) -> Label:
+    """Return the trained model's reading of an utterance."""
+    r = read_utterances([text])[0]
+    return r.intent, r.kind, r.family
+
+
+def offline_path_label(text: str) -> Label:
+    """Return the reading the offline path acts on: the model's, with the question grammar.
+
+    `extract_rules` keeps nothing from a sentence the grammar reads as asking, whatever the
+    model says (a forget request excepted), so a question without a mark is still one; a
+    forget request is what `forget_requests` returns (the model, or a request's wording
+    the model does not rule out). A forget reading it turns down counts as chit-chat.
+    """
+    intent, kind, family = model_label(text)
+    sentences = split_sentences(text) or [text]
+    # A forget request is `forget_requests`' call: the model, tipped by a request's wording.
+    if any(forget_requests(s) for s in sentences):
+        return "forget", kind, family
+    if intent == "forget":
+        intent = "question" if all(asks_by_form(s) for s in sentences) else "chitchat"
+    elif all(asks_by_form(s) for s in sentences):
+        return "question", kind, family
+    return intent, kind, family
+
+
+def llm_labeller(spec: str) -> Callable[[str], Label]:
+    """Return a labeller asking a real OpenAI-compatible model (needs a key and a network)."""
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(model=spec.removeprefix("openai:"), temperature=0, **_OPENAI)
+    prompt = (
+        "Label the user's utterance. Reply with JSON only: "
+        f'{{"intent": one of {list(INTENTS)}, "kind": one of fact, preference, event, '
+        f'recurring_date, habit, none, "family": one of {list(FAMILIES)}}}.\nUtterance: '
+    )
+
+    def label(text: str) -> Label:
+        reply = llm.invoke(prompt + text).content
+        try:
+            got = json.loads(str(reply).strip().strip("`").removeprefix("json"))
+            return str(got["intent"]), str(got["kind"]), str(got["family"])
+        except (ValueError, KeyError, TypeError):
+            return "chitchat", "none", "none"
+
+    return label
+
+
+def _prf(gold: Sequence[str], pred: Sequence[str], label: str) -> dict[str, float]:
+    tp = sum(g == p == label for g, p in zip(gold, pred, strict=True))
+    fp = sum(p == label != g for g, p in zip(gold, pred, strict=True))
+    fn = sum(g == label != p for g, p in zip(gold, pred, strict=True))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f1": round(f1, 4),
+        "support": sum(g == label for g in gold),
+    }
+
+
+def score(items: Sequence[Utterance], labels: Sequence[Label]) -> dict[str, Any]:
+    """Return every figure of one system over `items`."""
+    gold = [u.intent for u in items]
+    pred = [label[0] for label in labels]
+    per_label = {name: _prf(gold, pred, name) for name in INTENTS if name in gold}
+    stated = [i for i, u in enumerate(items) if u.intent in ("remember", "update")]
+    families = [i for i, u in enumerate(items) if u.family != "none"]
+    is_forget = [g == "forget" for g in gold]
+    said_forget = [p == "forget" for p in pred]
+    traps = [i for i, u in enumerate(items) if u.intent != "forget" and TRAP.search(u.text)]
+    return {
+        "n": len(items),
+        "intent": per_label,
+        "intent_macro_f1": round(statistics.mean(v["f1"] for v in per_label.values()), 4),
+        "intent_accuracy": round(
+            sum(g == p for g, p in zip(gold, pred, strict=True)) / len(gold), 4
+        ),
+        "kind_accuracy": round(sum(labels[i][1] == items[i].kind for i in stated) / len(stated), 4),
+        "family_accuracy": round(
+            sum(labels[i][2] == items[i].family for i in families) / len(families), 4
+        ),
+        "forget": {
+            **_prf(gold, pred, "forget"),
+            "confusion": {
+                f"{'forget' if a else 'other'}_as_{'forget' if b else 'other'}": n
+                for (a, b), n in sorted(Counter(zip(is_forget, said_forget, strict=True)).items())
+            },
+            "trap_word_statements": len(traps),
+            "trap_word_statements_as_forget": sum(said_forget[i] for i in traps),
+        },
+    }
+
+
+def by_language(items: Sequence[Utterance], labels: Sequence[Label]) -> dict[str, Any]:
+    """Return `score` per language and over both."""
+    out = {}
+    for lang in ("en", "zh"):
+        rows = [i for i, u in enumerate(items) if u.lang == lang]
+        out[lang] = score([items[i] for i in rows], [labels[i] for i in rows])
+    out["all"] = score(items, labels)
+    return out
+
+
+def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], dict[str, float]]:
+    """Run `fn` on each text once, timing each call; return results and the median / p95 ms."""
+    for text in texts[:5]:
+        fn(text)  # warm-up: the encoder and the model load once per process
+    results, times = [], []
+    for text in texts:
+        t0 = time.perf_counter()
+        results.append(fn(text))
+        times.append((time.perf_counter() - t0) * 1000)
+    times.sort()
+    return results, {
+        "median_ms": round(statistics.median(times), 3),
+        "p95_ms": round(times[int(0.95 * (len(times) - 1))], 3),
+    }
+
+
+FRESH = _common.REPO / "benchmarks" / "data" / "understanding_fresh.json"
+
+
+def fresh_set() -> dict[str, Any]:
+    """Score the offline extractor on the fresh set (written after training, in no split).
+
+    Through `extract_rules`, not the compiled graph: a statement is typed when it yields a
+    memory; an update lands when its memory is filed under the subject of what it updates;
+    a forget request is read when it yields a forget request; a distractor must yield none.
+    """
+    data = json.loads(FRESH.read_text(encoding="utf-8"))
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        part = data[lang]
+        typed = [bool(extract_rules(t, NOW).memories) for t in part["statements"]]
+        landed = []
+        for before, after in part["updates"]:
+            old = {c.subject for c in extract_rules(before, NOW).memories}
+            new = {c.subject for c in extract_rules(after, NOW).memories}
+            landed.append(bool(old & new))
+        forgets = [bool(extract_rules(t, NOW).forget) for t in part["forgets"]]
+        noise = [extract_rules(t, NOW) for t in part["distractors"]]
+        out[lang] = {
+            "typed": f"{sum(typed)}/{len(typed)}",
+            "updates_filed_under_the_old_subject": f"{sum(landed)}/{len(landed)}",
+            "forgets_read": f"{sum(forgets)}/{len(forgets)}",
+            "distractors_with_output": sum(bool(e.memories or e.forget) for e in noise),
+            "untyped": [t for t, ok in zip(part["statements"], typed, strict=True) if not ok],
+        }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--split", default="test", choices=("train", "dev", "test"))
+    parser.add_argument("--model", default=None, help="also score openai:<name> (needs a key)")
+    output_args(parser, chart=False)
+    args = parser.parse_args(argv)
+    start(args)
+    items = load_split(args.split)
+    texts = [u.text for u in items]
+    log(f"{len(items)} utterances of the {args.split} split")
+    model = load_model()
+
+    # The whole cost of one turn's reading (encoder and heads), nothing cached; and the
+    # encoder's share of it (the graph embeds the turn for recall as well).
+    _, model_time = timed(lambda text: model.predict([text]), texts)
+    _, encoder_time = timed(lambda text: sentence_vectors([text]), texts)
+    model_labels, _ = timed(model_label, texts)
+    rule_labels, rule_time = timed(rules_label, texts)
+    result: dict[str, Any] = {
+        "benchmark": "understanding",
+        "split": args.split,
+        "corpus": {"n": len(items), "en": sum(u.lang == "en" for u in items)},
+        "model": by_language(items, model_labels),
+        "offline_path": by_language(items, [offline_path_label(t) for t in texts]),
+        "rules": by_language(items, rule_labels),
+        "time_per_utterance": {
+            "model": model_time,
+            "model_encoder_only": encoder_time,
+            "rules": rule_time,
+            "load_avg": load_avg(),
+        },
+        "fresh_set": fresh_set(),
+        "targets": {
+            "intent_macro_f1_per_language": 0.90,
+            "kind_accuracy": 0.85,
+            "forget_recall": 0.90,
+            "forget_precision": 0.98,
+            "model_median_ms": 10.0,
+        },
+    }
+    if args.model:
+        if not _OPENAI["api_key"]:
+            log(
+                "--model needs OPENAI_API_KEY (and OPENAI_BASE_URL for another server)", always=True
+            )
+            return 2
+        labels, llm_time = timed(llm_labeller(args.model), texts)
+        result["llm"] = {"spec": args.model, **by_language(items, labels), "time": llm_time}
+    finish(result, args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The labelled corpus the understanding model learns from: sources, labels and splits.
+
+The sources (`corpus/en.txt`, `corpus/zh.txt`) are written by hand, one utterance a line,
+under headers `## <intent> <kind> <family> [<target>]` that label every line below them.
+`python -m memory.understanding.corpus` turns them into `corpus/{train,dev,test}.jsonl`
+with a fixed seed (a seeded hash orders each group), stratified by language, intent and
+whether a line carries a trap word (an ordinary statement with "forget", "mark", "run", 删,
+忘, 别 ... in it), so each split holds some of each. The test split is for
+`benchmarks/understanding.py` only: no tuning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import zlib
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
+SOURCES = ("en.txt", "zh.txt")
+SPLITS = ("train", "dev", "test")
+SEED = 20261201
+DEV_SHARE = 0.15
+TEST_SHARE = 0.15
+
+INTENTS = ("remember", "chitchat", "question", "forget", "update", "plan")
+KINDS = ("fact", "preference", "event", "recurring_date", "habit", "none")
+FAMILIES = (
+    "home", "work", "family", "diet", "health", "contact", "schedule", "possessions",
+    "skills", "hobbies", "name", "age", "education", "travel", "none",
+)  # fmt: skip
+TARGETS = ("family", "that", "all", "none")
+"""What a forget or update points at: a subject family, the previous statement, everything."""
+
+TRAP = re.compile(
+    r"(?i)\b(?:forget|forgot|forgetting|delete|deleted|remove|removed|erase|erased|clear|drop"
+    r"|dropped|wipe|mark|marked|go|run|ran|store|save|saved|mention|remember)\b|[删忘别清抹]"
+)
+
+
+@dataclass(frozen=True)
+class Utterance:
+    """One labelled line of the corpus."""
+
+    text: str
+    lang: str
+    intent: str
+    kind: str
+    family: str
+    target: str
+
+
+def _header(line: str, where: str) -> tuple[str, str, str, str]:
+    parts = line[2:].split()
+    if len(parts) not in (3, 4):
+        raise ValueError(f"{where}: a header is '## intent kind family [target]': {line!r}")
+    intent, kind, family = parts[:3]
+    target = parts[3] if len(parts) == 4 else "none"
+    if intent not in INTENTS or kind not in KINDS or family not in FAMILIES:
+        raise ValueError(f"{where}: unknown label in {line!r}")
+    if target not in TARGETS and target not in FAMILIES:
+        raise ValueError(f"{where}: unknown target in {line!r}")
+    # A target naming a family is the family head's job: here it only says "a family".
+    return intent, kind, family, "family" if target in FAMILIES and target != "none" else target
+
+
+def read_sources(directory: Path = CORPUS_DIR) -> list[Utterance]:
+    """Return every labelled utterance of the hand-written sources, in file order."""
+    out: list[Utterance] = []
+    for name in SOURCES:
+        lang = name.split(".")[0]
+        labels: tuple[str, str, str, str] | None = None
+        path = directory / name
+        for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("## "):
+                labels = _header(line, f"{name}:{number}")
+                continue
+            if labels is None:
+                raise ValueError(f"{name}:{number}: an utterance before any header")
+            out.append(Utterance(line, lang, *labels))
+    return out
+
+
+def split(items: list[Utterance], seed: int = SEED) -> dict[str, list[Utterance]]:
+    """Split the corpus into train, dev and test, stratified, with a fixed seed."""
+    groups: dict[tuple[str, str, bool], list[Utterance]] = defaultdict(list)
+    seen: set[str] = set()
+    for u in items:
+        if u.text in seen:
+            continue  # a line written twice must not sit in two splits
+        seen.add(u.text)
+        trap = u.intent != "forget" and bool(TRAP.search(u.text))
+        groups[(u.lang, u.intent, trap)].append(u)
+    out: dict[str, list[Utterance]] = {name: [] for name in SPLITS}
+    for key in sorted(groups):
+        # Ordered by a seeded hash of each line: a line added later leaves the others in
+        # their split (a shuffle would move them all).
+        group = sorted(groups[key], key=lambda u: zlib.crc32(f"{seed}:{u.text}".encode()))
+        n_test = max(1, round(len(group) * TEST_SHARE))
+        n_dev = max(1, round(len(group) * DEV_SHARE))
+        out["test"] += group[:n_test]
+        out["dev"] += group[n_test : n_test + n_dev]
+        out["train"] += group[n_test + n_dev :]
+    return out
+
+
+def load_split(name: str, directory: Path = CORPUS_DIR) -> list[Utterance]:
+    """Return one split as written by `write_splits`."""
+    path = directory / f"{name}.jsonl"
+    return [
+        Utterance(**json.loads(line))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line
+    ]
+
+
+def write_splits(directory: Path = CORPUS_DIR) -> dict[str, int]:
+    """Write `{train,dev,test}.jsonl` from the sources; return the size of each."""
+    parts = split(read_sources(directory))
+    for name, items in parts.items():
+        lines = [json.dumps(asdict(u), ensure_ascii=False) for u in items]
+        (directory / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {name: len(items) for name, items in parts.items()}
+
+
+if __name__ == "__main__":
+    sys.stdout.write(json.dumps(write_splits()) + "\n")

@@ -1,0 +1,83 @@
+"""The trained understanding model: softmax heads over `features`, weights in the package.
+
+`model.npz` holds one weight matrix and bias per head (float16, a few hundred KB) and
+`model.json` the heads' labels and the feature settings; `memory.understanding.train`
+writes both from the corpus, deterministically.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from memory.understanding.features import features
+
+MODEL_DIR = Path(__file__).resolve().parent
+HEADS = ("intent", "kind", "family", "target")
+
+
+@dataclass(frozen=True)
+class Head:
+    """One classifier: `softmax(x @ weight + bias)` over `labels`."""
+
+    labels: tuple[str, ...]
+    weight: np.ndarray
+    bias: np.ndarray
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """Return the class probabilities of each row of `x`."""
+        logits = x @ self.weight + self.bias
+        logits -= logits.max(axis=1, keepdims=True)
+        exp = np.exp(logits)
+        probs: np.ndarray = exp / exp.sum(axis=1, keepdims=True)
+        return probs
+
+
+@dataclass(frozen=True)
+class UnderstandingModel:
+    """Every head, and how to build the features they read."""
+
+    heads: dict[str, Head]
+    ngram_weight: float
+    forget_threshold: float
+    """Probability the forget label needs to win (an ordinary statement must not forget)."""
+
+    def predict(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Return each head's probabilities for `texts`, rows in order."""
+        x = features(texts, self.ngram_weight)
+        return {name: head.probabilities(x) for name, head in self.heads.items()}
+
+
+def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
+    """Write `model.npz` and `model.json` (float16 weights: half the bytes, same labels)."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, head in model.heads.items():
+        arrays[f"{name}_weight"] = head.weight.astype(np.float16)
+        arrays[f"{name}_bias"] = head.bias.astype(np.float16)
+    np.savez_compressed(directory / "model.npz", **arrays)  # type: ignore[arg-type]
+    meta = {
+        "labels": {name: list(head.labels) for name, head in model.heads.items()},
+        "ngram_weight": model.ngram_weight,
+        "forget_threshold": model.forget_threshold,
+    }
+    (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+@functools.cache
+def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
+    """Return the shipped model (read once per process)."""
+    meta = json.loads((directory / "model.json").read_text(encoding="utf-8"))
+    with np.load(directory / "model.npz", allow_pickle=False) as arrays:
+        heads = {
+            name: Head(
+                tuple(labels),
+                arrays[f"{name}_weight"].astype(np.float32),
+                arrays[f"{name}_bias"].astype(np.float32),
+            )
+            for name, labels in meta["labels"].items()
+        }
+    return UnderstandingModel(heads, float(meta["ngram_weight"]), float(meta["forget_threshold"]))

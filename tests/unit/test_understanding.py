@@ -1,0 +1,153 @@
+"""The understanding model: its corpus, its shipped weights, and what the offline path does
+with its readings (forget requests, statements no pattern knows, kinds that never expire)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphs.offline import OfflineChatModel
+from graphs.offline_rules import _from_reading, extract_rules
+from memory.extraction import forget_requests
+from memory.understanding import FAMILY_PREFIX, Reading, read_utterances
+from memory.understanding.corpus import (
+    FAMILIES,
+    INTENTS,
+    KINDS,
+    SPLITS,
+    TRAP,
+    load_split,
+    read_sources,
+    split,
+)
+from memory.understanding.model import MODEL_DIR, load_model
+from memory.understanding.train import fit_head, macro_f1
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
+
+
+def test_the_corpus_is_big_balanced_and_labelled() -> None:
+    items = read_sources()
+    langs = Counter(u.lang for u in items)
+    assert len(items) >= 2000 and min(langs.values()) >= 0.45 * len(items)
+    assert {u.intent for u in items} == set(INTENTS)
+    assert {u.kind for u in items} <= set(KINDS) and {u.family for u in items} <= set(FAMILIES)
+    # kind is what a statement makes; forget and update requests say what they point at
+    assert all(u.kind != "none" for u in items if u.intent == "remember")
+    assert all(u.target != "none" for u in items if u.intent == "forget")
+
+
+def test_the_splits_are_disjoint_fixed_and_hold_traps_and_forgets() -> None:
+    parts = {name: load_split(name) for name in SPLITS}
+    texts = [{u.text for u in items} for items in parts.values()]
+    assert not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])
+    # the files on disk are what the seed gives: anyone can rebuild them
+    assert {k: [u.text for u in v] for k, v in split(read_sources()).items()} == {
+        k: [u.text for u in v] for k, v in parts.items()
+    }
+    for items in parts.values():
+        for lang in ("en", "zh"):
+            mine = [u for u in items if u.lang == lang]
+            assert any(u.intent == "forget" for u in mine)
+            assert any(u.intent != "forget" and TRAP.search(u.text) for u in mine)
+
+
+def test_the_shipped_weights_are_small_and_load_offline() -> None:
+    size = sum(p.stat().st_size for p in MODEL_DIR.glob("model.*"))
+    assert size < 1_000_000
+    model = load_model()
+    meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
+    assert set(model.heads) == set(meta["labels"]) == {"intent", "kind", "family", "target"}
+    assert set(model.heads["intent"].labels) == set(INTENTS)
+    assert 0.5 <= model.forget_threshold < 1.0
+
+
+def test_a_head_fits_deterministically_and_separates_what_it_can() -> None:
+    rng = np.random.default_rng(0)
+    x = np.vstack([rng.normal(-1, 0.3, (20, 4)), rng.normal(1, 0.3, (20, 4))]).astype(np.float32)
+    labels = ["a"] * 20 + ["b"] * 20
+    first, second = fit_head(x, labels, 1e-4), fit_head(x, labels, 1e-4)
+    assert np.array_equal(first.weight, second.weight)
+    pred = [first.labels[i] for i in first.probabilities(x).argmax(axis=1)]
+    assert macro_f1(labels, pred) == 1.0
+
+
+def test_readings_are_one_per_text_in_order() -> None:
+    texts = ["Where do I live?", "我不吃辣。", "Where do I live?"]
+    readings = read_utterances(texts)
+    assert len(readings) == 3 and readings[0] == readings[2]
+    assert readings[0].intent == "question" and readings[1].intent == "remember"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I never forget my mother's birthday.", "我从来不会忘记带钥匙。", "I run the sales team."],
+)
+def test_statements_with_trap_words_are_not_forget_requests(text: str) -> None:
+    out = extract_rules(text, NOW)
+    assert out.forget == []
+
+
+def test_a_question_about_memory_is_no_forget_request() -> None:
+    # whatever the model reads, a sentence that asks by its form and names no request asks
+    assert forget_requests("Have you deleted my address") == []
+    assert forget_requests("你删了我的地址吗") == []
+
+
+def _reading(intent: str, kind: str, family: str) -> Reading:
+    return Reading(intent, kind, family, "family", 0.9)
+
+
+def test_a_statement_no_pattern_knows_is_kept_in_the_users_words() -> None:
+    cand = _from_reading("Shellfish gives me hives", _reading("remember", "fact", "health"), NOW)
+    assert cand is not None and cand.kind == "fact"
+    assert cand.subject.startswith(FAMILY_PREFIX["health"] + ".")
+    assert cand.content == "User said: Shellfish gives me hives."
+
+
+def test_a_birthday_is_a_fact_with_a_yearly_date_not_an_event() -> None:
+    cand = _from_reading("我生日是十月五号", _reading("remember", "recurring_date", "family"), NOW)
+    assert cand is not None and cand.kind == "fact" and cand.event_date is None
+    assert (cand.subject, cand.value) == ("profile.birthday", "--10-05")
+    sister = _from_reading(
+        "My sister's birthday is May 3", _reading("remember", "recurring_date", "family"), NOW
+    )
+    assert sister is not None and sister.subject == "family.sister.birthday"
+
+
+def test_a_routine_is_a_habit_that_never_expires() -> None:
+    cand = _from_reading(
+        "Every Saturday I play tennis", _reading("remember", "habit", "schedule"), NOW
+    )
+    assert cand is not None and cand.kind == "preference" and cand.event_date is None
+    assert cand.subject.startswith("habit.")
+
+
+def test_a_new_city_is_filed_where_the_old_one_is_and_nobody_elses_is() -> None:
+    mine = _from_reading(
+        "Last spring I relocated to Ghent", _reading("update", "fact", "home"), NOW
+    )
+    assert mine is not None and mine.subject == FAMILY_PREFIX["home"]
+    theirs = _from_reading("My colleague lives in Rome", _reading("remember", "fact", "home"), NOW)
+    assert theirs is not None and theirs.subject.startswith("people.")
+
+
+def test_a_one_off_without_a_future_day_is_left_to_the_dates() -> None:
+    assert _from_reading("I went hiking", _reading("remember", "event", "hobbies"), NOW) is None
+
+
+def test_the_zh_reply_has_one_mark_between_memories() -> None:
+    reply = OfflineChatModel.reply("我是谁？", ["用户叫小王。", "用户不吃辣。"])
+    assert "用户叫小王；用户不吃辣。" in reply
+    assert "。；" not in reply and "。。" not in reply
+
+
+def test_the_corpus_sources_are_in_the_package() -> None:
+    root = Path(__file__).resolve().parents[2]
+    pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    assert "memory.understanding" in pyproject and "model.npz" in pyproject
