@@ -31,6 +31,10 @@ from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.timeparse import find_date, is_date_phrase, statement_lean
 from memory.understanding import FAMILY_PREFIX, RECORD_KIND, Reading, read_utterances
 
+QUESTION_CONFIDENCE = 0.5
+"""Below this, the model's "question" alone does not drop a sentence with no question form
+("月底我要交报告" read as a question at 0.39 is a plan)."""
+
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
 )
@@ -557,7 +561,8 @@ def extract_rules(text: str, now: datetime) -> Extraction:
         if asked:
             out.forget.extend(asked)
             continue
-        if reading.intent in ("question", "forget") or asks_by_form(sentence):
+        asks = reading.intent == "question" and reading.confidence >= QUESTION_CONFIDENCE
+        if asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
         if _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue

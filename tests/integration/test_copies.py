@@ -213,9 +213,8 @@ async def test_a_forget_that_matches_nothing_says_so(session: Session, user: str
     state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-b"}})
     note = str(state.values["messages"][-1].content)
     assert "nothing I remember matched" in note and "User lives in Berlin." in note
-    assert result.saved == [
-        'unmatched: nothing remembered matches the forget request "what I just said"'
-    ]
+    [line] = result.saved
+    assert line.startswith("unmatched: nothing remembered matches the forget request")
     assert "Berlin" in texts(await active(session, user))
 
 

@@ -94,7 +94,8 @@ async def test_threads_and_memories_survive_a_restart(
         assert len(state_b.values["messages"]) == 4
 
         # Deleting the user removes memories and both threads' checkpoints.
-        assert await session.service.adelete_user(user) == 4  # 2 facts, 2 raw turns
+        # 2 facts, and the 2 statements of each of the 2 messages that said them
+        assert await session.service.adelete_user(user) == 6
         assert await session.service.alist(user, include_inactive=True) == []
         for thread in (thread_a, thread_b):
             gone = await session.graph.aget_state({"configurable": {"thread_id": thread}})
