@@ -25,7 +25,7 @@ from memory.phrases import Phrase, said_phrase, states
 from memory.privacy import describe as describe_withheld
 from memory.privacy import find_sensitive, redact
 from memory.recall import Recalled
-from memory.records import MemoryRecord, Source, UserId, is_raw_turn
+from memory.records import Source, UserId, is_raw_turn
 from memory.statements import Statement, split_message, split_text
 
 LATEST_STATEMENTS = 6
@@ -287,16 +287,6 @@ def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) 
 
 
 _FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'd|my|me|mine|we|our|us)\b|我")
-
-
-def sensitive_subject(subject: str) -> bool:
-    """Return True if a subject holds a sensitive value (it must never be a key or id)."""
-    return bool(find_sensitive(subject.replace(".", " ").replace("_", " ")))
-
-
-def record_statements(record: MemoryRecord) -> list[str]:
-    """Return the statement ids a record was said in (empty for records from before them)."""
-    return list(record.source.statement_ids)
 
 
 def turn_source(thread_id: str | None, said: Sequence[Said], said_at: datetime, via: str) -> Source:
