@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from graphs.settings import Settings
     from memory.backends import Backends
     from memory.progress import Progress
-    from memory.records import MemoryRecord
     from memory.service import MemoryService
+    from memory.store.records import MemoryRecord
 
 # Everything else is imported where a command needs it: `memory-agent --help` must not pay
 # for the graph, the store and Chroma.
@@ -44,9 +44,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from graphs.model_errors import ModelUnavailable
     from memory.access import AccessDenied
     from memory.backends import BackendUnavailable
-    from memory.index import IndexMismatch, IndexUnavailable
-    from memory.records import InvalidUserId
+    from memory.index.chroma import IndexMismatch, IndexUnavailable
     from memory.service import MemoryNotFound
+    from memory.store.records import InvalidUserId
 
     return (
         AccessDenied,
@@ -67,7 +67,7 @@ def turn_errors() -> tuple[type[BaseException], ...]:
 
     The chat goes on after it (ContextOverflow and InvalidMessage are ValueErrors).
     """
-    from memory.locks import WriterLockTimeout
+    from memory.store.locks import WriterLockTimeout
 
     return (*user_errors(), WriterLockTimeout)
 
@@ -176,7 +176,7 @@ def _parser(full: bool = True) -> argparse.ArgumentParser:
         command(sub, "inspect", INSPECT_HELP)
         return p
     from agent.inspector import command as inspect_command
-    from memory.records import STATED_KINDS, kinds_help
+    from memory.store.records import STATED_KINDS, kinds_help
 
     inspect_command.declare(sub)
 
@@ -392,7 +392,7 @@ def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
 
 def _memories(args: argparse.Namespace, settings: Settings) -> int:
     from memory.backends import open_backends
-    from memory.records import check_user_id
+    from memory.store.records import check_user_id
 
     user = check_user_id(args.user)
     if args.action in READ_ACTIONS:
@@ -584,7 +584,7 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
     from graphs.messages import InvalidMessage, check_message
     from graphs.model_errors import ModelUnavailable
     from graphs.models import OFFLINE_NOTICE
-    from memory.records import check_user_id
+    from memory.store.records import check_user_id
 
     user = check_user_id(args.user)
     thread = args.thread or f"{user}-{uuid.uuid4().hex[:8]}"

@@ -6,19 +6,23 @@ Nothing here asserts a speed: benchmarks measure and print, they never pass or f
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
 import random
+import re
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -215,12 +219,12 @@ def run_info() -> dict[str, Any]:
 
 MEASURED_FILES = (
     "memory/service.py",
-    "memory/recall.py",
-    "memory/index.py",
-    "memory/retrieval.py",
-    "memory/lexical.py",
-    "memory/snapshots.py",
-    "memory/changelog.py",
+    "memory/recall/search.py",
+    "memory/index/chroma.py",
+    "memory/recall/ranking.py",
+    "memory/lexical/bm25.py",
+    "memory/lexical/snapshot.py",
+    "memory/lexical/changes.py",
 )
 """Files whose exact version the numbers depend on (hashed into every run's `run.sha1`)."""
 
@@ -518,7 +522,7 @@ class CachedEmbedder:
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
         """Queries are not cached: their embedding is part of what a search costs."""
-        from memory.embeddings import embed_queries
+        from memory.index.embeddings import embed_queries
 
         return np.asarray(embed_queries(self.base, texts), dtype=np.float32)
 
@@ -547,7 +551,7 @@ class TimedEmbedder:
             self.seconds += time.perf_counter() - t0
 
     def embed_query(self, texts: list[str]) -> Any:
-        from memory.embeddings import embed_queries
+        from memory.index.embeddings import embed_queries
 
         t0 = time.perf_counter()
         try:
@@ -724,7 +728,7 @@ def memory_rows(
 
     Ids are deterministic (user, position). Nothing expires, so every record is recallable.
     """
-    from memory.records import MemoryRecord, Source, stable_id
+    from memory.store.records import MemoryRecord, Source, stable_id
 
     at = datetime(2025, 1, 1, tzinfo=UTC)
     rows = []
@@ -792,3 +796,51 @@ def pg_reachable(url: str) -> str | None:
         return None
     except Exception as exc:
         return f"{exc.__class__.__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+
+
+# --- code of an earlier commit -----------------------------------------------------------------
+
+FLAT_MODULES = {
+    "records": "store.records", "reads": "store.reads", "writes": "store.writes",
+    "threads": "store.threads", "locks": "store.locks", "maintenance": "store.maintenance",
+    "disk_purge": "store.disk_purge", "index": "index.chroma", "indexing": "index.write_through",
+    "chroma_layout": "index.layout", "chroma_entries": "index.entries",
+    "chroma_files": "index.files", "chroma_embeddings": "index.langchain_embeddings",
+    "embeddings": "index.embeddings", "recall": "recall.search", "retrieval": "recall.ranking",
+    "retriever": "recall.retriever", "block": "recall.block", "entities": "recall.entities",
+    "lexical": "lexical.bm25", "snapshots": "lexical.snapshot",
+    "snapshot_store": "lexical.persisted", "changelog": "lexical.changes",
+    "language": "text.language", "tokens": "text.tokens",
+    "statements": "text.statements", "phrases": "text.phrases", "timeparse": "dates.grammar",
+    "dayspans": "dates.spans", "recurring": "dates.recurring", "privacy": "privacy.screen",
+    "secret_plugins": "privacy.secrets", "spoken_digits": "privacy.spoken_digits",
+}  # fmt: skip
+"""Where each module of the flat `memory/` package of earlier commits lives now."""
+
+_FLAT_IMPORT = re.compile(
+    r"(?<![\w.])memory\.(" + "|".join(sorted(FLAT_MODULES, key=len, reverse=True)) + r")\b"
+)
+
+
+def module_at(rev: str, path: str, name: str) -> ModuleType:
+    """Import the file `path` as of git revision `rev`, as the module `name`.
+
+    A baseline measured beside today's code in one run. Files from before `memory/` had
+    sub-packages import its flat module names; those imports are pointed at today's homes.
+    """
+    source = subprocess.run(
+        ["git", "-C", str(REPO), "show", f"{rev}:{path}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    source = _FLAT_IMPORT.sub(lambda m: "memory." + FLAT_MODULES[m[1]], source)
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    file = folder / f"{name}.py"
+    file.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # its dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module

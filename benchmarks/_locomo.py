@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import _common  # noqa: F401  (sets the offline environment and the import path first)
 
 from memory.lifecycle import Policy
-from memory.records import Source
+from memory.store.records import Source
 
 if TYPE_CHECKING:
     from memory.service import MemoryService
@@ -256,7 +256,7 @@ def service_in(folder: Path, embedder: Any) -> MemoryService:
     """Return a memory service of its own (SQLite store + embedded Chroma) in a new folder."""
     from langgraph.store.sqlite import SqliteStore
 
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
     from memory.service import MemoryService
 
     folder.mkdir()

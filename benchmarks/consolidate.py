@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common as C  # noqa: E402  (sets the offline environment before the imports below)
 
 from memory.backends import BackendConfig, open_backends  # noqa: E402
-from memory.records import MemoryRecord, Source, stable_id  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
+from memory.store.records import MemoryRecord, Source, stable_id  # noqa: E402
 
 CITIES = ["Berlin", "Paris", "Oslo", "Rome", "Lisbon", "Madrid", "Vienna", "Prague"]
 

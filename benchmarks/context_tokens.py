@@ -4,7 +4,7 @@ Runs threads of 50, 200 and 1,000 turns through the real graph (embedded Chroma,
 store and checkpointer) with a fake LLM whose replies are ~40 tokens, and prints one JSON
 object: per thread length, the median and max tokens sent per turn, the same for a baseline
 that sends the whole history, and their ratio. Tokens are the agent's own estimate
-(`graphs.window.tokens`: `memory.tokens`, calibrated on OpenAI's o200k_base).
+(`graphs.window.tokens`: `memory.text.tokens`, calibrated on OpenAI's o200k_base).
 
     python benchmarks/context_tokens.py [--turns 50,200,1000] [--budget 8000]
         [--summary-tokens 3000] [--out FILE.json] [--chart FILE.png] [--json]
@@ -38,8 +38,8 @@ from graphs.context import Context  # noqa: E402
 from graphs.memory_agent import build_graph  # noqa: E402
 from graphs.settings import Settings  # noqa: E402
 from graphs.window import tokens  # noqa: E402
-from memory.embeddings import make_embedder  # noqa: E402
-from memory.index import ChromaIndex  # noqa: E402
+from memory.index.chroma import ChromaIndex  # noqa: E402
+from memory.index.embeddings import make_embedder  # noqa: E402
 
 TOPICS = ["the trip", "the budget", "hotels", "the flight", "food", "the museum pass"]
 

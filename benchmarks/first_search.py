@@ -111,8 +111,8 @@ def fill(backend: str, where: str, size: int) -> dict[str, Any]:
     """Write `size` memories of the user with batched store puts; reset its change log."""
     from langgraph.store.base import PutOp
 
-    from memory.records import namespace
     from memory.service import MemoryService
+    from memory.store.records import namespace
 
     rows = C.memory_rows(USER, C.synthetic_memories(size))
     opened = Opened(backend, where, setup=True)
@@ -132,7 +132,7 @@ def fill(backend: str, where: str, size: int) -> dict[str, Any]:
 
 
 def checked_user() -> Any:
-    from memory.records import check_user_id
+    from memory.store.records import check_user_id
 
     return check_user_id(USER)
 
@@ -154,8 +154,8 @@ def add_tail(backend: str, where: str, n: int) -> dict[str, Any]:
 
 def drop_copy(backend: str, where: str) -> None:
     """Delete the user's persisted snapshot."""
-    from memory.records import user_key
-    from memory.snapshot_store import snapshot_store
+    from memory.lexical.persisted import snapshot_store
+    from memory.store.records import user_key
 
     opened = Opened(backend, where)
     try:
@@ -167,8 +167,8 @@ def drop_copy(backend: str, where: str) -> None:
 
 
 def copy_size(backend: str, where: str) -> int | None:
-    from memory.records import user_key
-    from memory.snapshot_store import snapshot_store
+    from memory.lexical.persisted import snapshot_store
+    from memory.store.records import user_key
 
     opened = Opened(backend, where)
     try:
@@ -185,11 +185,11 @@ def copy_size(backend: str, where: str) -> int | None:
 def child(backend: str, where: str, persist: bool) -> dict[str, Any]:
     """In a fresh process: open, first search, second search; print what it took."""
     t0 = time.perf_counter()
-    from memory import changelog
+    from memory.lexical import changes
     from memory.service import MemoryService
 
     if not persist:  # before this change: no copy is read or written
-        changelog.PERSIST_AT = 10**12
+        changes.PERSIST_AT = 10**12
     imported = time.perf_counter() - t0
     with C.stopwatch() as opening:
         opened = Opened(backend, where)

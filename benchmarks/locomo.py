@@ -10,16 +10,16 @@
 Every raw turn of a conversation is one document of one user (one user per conversation):
 "<speaker>: <text> [shares a photo of <caption>]", said at its session's date. Vectors are
 made with the bundled embedder (`make_embedder("local")`) and stored in an embedded Chroma
-through `memory.index.ChromaIndex` (one collection per user, as in the product); the
-lexical index is `memory.lexical.BM25Index`. Each non-adversarial question (category != 5)
+through `memory.index.chroma.ChromaIndex` (one collection per user, as in the product); the
+lexical index is `memory.lexical.bm25.BM25Index`. Each non-adversarial question (category != 5)
 is asked after the whole conversation. Three systems are measured side by side:
 
 * ``dense``: Chroma similarity of the question to each turn;
 * ``bm25``: `BM25Index` over the turn text alone (our tokenizer); ``bm25_plain`` is the
   same with no stemming, the README's reference setting;
-* ``ours``: `memory.retrieval.rank` with its default `RankConfig`, fusing the top 200
+* ``ours``: `memory.recall.ranking.rank` with its default `RankConfig`, fusing the top 200
   Chroma hits (each turn's similarity averaged with its neighbours', see
-  `retrieval.smooth_with_context`) with a BM25 index whose documents also carry the two
+  `ranking.smooth_with_context`) with a BM25 index whose documents also carry the two
   turns either side as a down-weighted field (still one document, one score per turn).
   Turns are ranked as ``episode`` records (the kind the design reserves for archived raw
   turns), so they get the episode recency half-life; the time window and the name boost
@@ -77,11 +77,11 @@ from _locomo import (  # noqa: E402,F401  (the one LoCoMo reader; re-exported fo
     turn_content,
 )
 
-from memory import retrieval  # noqa: E402
-from memory.block import format_block  # noqa: E402
-from memory.lexical import BM25Index  # noqa: E402
-from memory.records import MemoryRecord, Source  # noqa: E402
-from memory.timeparse import find_window  # noqa: E402
+from memory.dates.grammar import find_window  # noqa: E402
+from memory.lexical.bm25 import BM25Index  # noqa: E402
+from memory.recall import ranking  # noqa: E402
+from memory.recall.block import format_block  # noqa: E402
+from memory.store.records import MemoryRecord, Source  # noqa: E402
 
 SYSTEMS = ("dense", "bm25", "bm25_plain", "ours", "service")
 
@@ -90,7 +90,7 @@ OURS_DEFAULTS: dict[str, Any] = {
     # BM25 document of a turn = the turn + up to this many turns either side (same session),
     # each counted with this weight.
     "lexical_neighbours": [0.5, 0.5],
-    # Dense similarity of a turn averaged with its neighbours' (`retrieval.smooth_with_context`).
+    # Dense similarity of a turn averaged with its neighbours' (`ranking.smooth_with_context`).
     "dense_neighbours": [0.5, 0.25],
     # Candidates fetched from each index (0 = every turn of the user).
     "dense_depth": 200,
@@ -183,7 +183,7 @@ def memory_records(conv: Conversation, user: str) -> dict[str, MemoryRecord]:
 
 def history_tokens(conv: Conversation) -> int:
     """Tokens of the whole dated transcript (what a full-history prompt would carry)."""
-    return retrieval.estimate_tokens(conv.transcript())
+    return ranking.estimate_tokens(conv.transcript())
 
 
 def build_ours_lexical(conv: Conversation, opts: dict[str, Any]) -> BM25Index[str]:
@@ -207,11 +207,11 @@ def run(
 ) -> dict[str, Any]:
     """Run the benchmark and return the result object."""
 
-    from memory.embeddings import make_embedder
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
+    from memory.index.embeddings import make_embedder
 
     opts = {**OURS_DEFAULTS, **(ours or {})}
-    config = retrieval.with_overrides(retrieval.DEFAULT_CONFIG, **(rank_config or {}))
+    config = ranking.with_overrides(ranking.DEFAULT_CONFIG, **(rank_config or {}))
     ks = sorted(set(ks) | {10})
     kmax = max(ks)
     convs, stats = load(data, audit)
@@ -282,7 +282,7 @@ def run(
                 window = find_window(q.question, now)
                 lexical = lex_ours.search(q.question, int(opts["lexical_depth"]))
                 dense_hits = index.query(user, vec, depth)
-                ranked = retrieval.rank(
+                ranked = ranking.rank(
                     q.question,
                     [(h.id, h.similarity) for h in dense_hits],
                     lexical,
@@ -322,7 +322,7 @@ def run(
                             block = format_block([svc_records[i] for i in ids[:k]])
                         else:
                             block = format_block([recs[i] for i in ids[:k]])
-                        tok = retrieval.estimate_tokens(block)
+                        tok = ranking.estimate_tokens(block)
                         sc.block_tokens[k].append(tok)
                         sc.block_ratio[k].append(tok / hist)
             close_service(service)
@@ -365,7 +365,7 @@ def run(
         "ours_options": opts,
         "service_options": {
             "store": "langgraph.store.sqlite.SqliteStore (temp file, one per conversation)",
-            "index": "embedded Chroma via memory.index.ChromaIndex (temp dir, one per "
+            "index": "embedded Chroma via memory.index.chroma.ChromaIndex (temp dir, one per "
             "conversation)",
             "policy": f"memory.lifecycle.Policy(turn_ttl=timedelta(days="
             f"{SERVICE_TURN_TTL.days})), otherwise defaults",

@@ -6,7 +6,7 @@
 (also reachable as ``benchmarks/locomo.py --cv``). For each encoder, every conversation is
 ingested once into a `MemoryService` of its own (as ``service`` in `benchmarks/locomo.py`) and
 every question is asked once through `MemoryService.search`. While it runs, the inputs the
-service hands to `memory.retrieval.rank` (query, dense hits, lexical hits, candidate records)
+service hands to `memory.recall.ranking.rank` (query, dense hits, lexical hits, candidate records)
 are recorded, so any other `RankConfig` can be replayed on them without touching the store or
 the index again; the replay applies what `search` does after `rank` (raw turns only when
 their words match, duplicates of the same text dropped, cut to k). The replay of the default
@@ -25,7 +25,7 @@ What LoCoMo cannot tune: `confidence_weight` (every raw turn has confidence 1) a
 half-lives of facts, preferences and events (only raw turns are ranked); `lexical_weight` is
 fixed at 1 because only its ratio to `dense_weight` matters.
 
-``--entities`` (default on) adds the experiment of `memory.entities`: a one-hop expansion of
+``--entities`` (default on) adds the experiment of `memory.recall.entities`: a one-hop expansion of
 the first hits through the entities they mention (see `entity_expansion`), tuned the same way.
 """
 
@@ -53,12 +53,12 @@ import _common  # noqa: E402,F401  (sets the offline environment before chromadb
 import _locomo as locomo  # noqa: E402  (the one LoCoMo reader)
 import numpy as np  # noqa: E402
 
-from memory import retrieval  # noqa: E402
-from memory.embeddings import embed_queries, make_embedder  # noqa: E402
-from memory.lexical import BM25Index  # noqa: E402
-from memory.recall import drop_restated_turns  # noqa: E402
-from memory.records import normalize_text  # noqa: E402
-from memory.timeparse import find_window  # noqa: E402
+from memory.dates.grammar import find_window  # noqa: E402
+from memory.index.embeddings import embed_queries, make_embedder  # noqa: E402
+from memory.lexical.bm25 import BM25Index  # noqa: E402
+from memory.recall import ranking  # noqa: E402
+from memory.recall.search import drop_restated_turns  # noqa: E402
+from memory.store.records import normalize_text  # noqa: E402
 
 KS = (5, 10)
 KMAX = 10
@@ -80,11 +80,11 @@ FLOOR_GRID: dict[str, list[float]] = {
     "local-e5": [0.0, 0.7, 0.75, 0.78, 0.8, 0.82, 0.85],
 }
 # The similarity at which a raw turn sharing no word with the query is recalled anyway
-# (`retrieval.episode_floor`); inf: never (raw turns need a word in common).
+# (`ranking.episode_floor`); inf: never (raw turns need a word in common).
 INF = float("inf")
 MARGIN_GRID: list[float] = [INF, 0.05, 0.1, 0.15, 0.2]
 # BM25's (k1, b) of the lexical index, Lucene's first; the service uses `SERVICE_BM25`
-# (`memory.lexical.BM25Index`'s defaults). Each other pair's hits are computed once per
+# (`memory.lexical.bm25.BM25Index`'s defaults). Each other pair's hits are computed once per
 # question over the same records (`add_lexical_variants`).
 BM25_GRID: list[tuple[float, float]] = [(1.2, 0.75), (0.9, 0.4), (0.9, 0.2), (1.2, 0.4), (0.6, 0.3)]
 """How close to the best similarity a hit with no lexical support must come."""
@@ -103,7 +103,7 @@ ENTITY_GRID: dict[str, list[Any]] = {
 
 @dataclass
 class Asked:
-    """One question as the service saw it: the inputs of `retrieval.rank` and its answer."""
+    """One question as the service saw it: the inputs of `ranking.rank` and its answer."""
 
     question: locomo.Question
     now: datetime
@@ -144,7 +144,7 @@ def add_lexical_variants(asked: list[list[Asked]], params: Sequence[tuple[float,
     Returns how many questions' top 20 under the service's own parameters differ from what
     the service returned (0 when the rebuild is faithful).
     """
-    from memory.snapshots import LexicalIndexes
+    from memory.lexical.snapshot import LexicalIndexes
 
     mismatches = 0
     for conv in asked:
@@ -170,7 +170,7 @@ class RecordingEmbedder:
 
     `MemoryService.search` embeds its query with `embed([query])`; while `asking()` is active,
     this sends them to `embed_query`, so e5 sees its "query: " prefix (the service should call
-    `memory.embeddings.embed_queries` itself; see the report). Query latency is recorded from
+    `memory.index.embeddings.embed_queries` itself; see the report). Query latency is recorded from
     the first (uncached) embedding of each question, one text at a time.
     """
 
@@ -214,20 +214,20 @@ class RecordingEmbedder:
 
 @contextmanager
 def recording_rank() -> Iterator[list[dict[str, Any]]]:
-    """Record every call of `retrieval.rank` (the service calls it through the module)."""
+    """Record every call of `ranking.rank` (the service calls it through the module)."""
     calls: list[dict[str, Any]] = []
-    real = retrieval.rank
+    real = ranking.rank
 
     def spy(query: str, dense: Any, lexical: Any, records: Any, now: Any, **kw: Any) -> Any:
         calls.append({"query": query, "dense": list(dense), "lexical": list(lexical),
                       "live": dict(records), "now": now})  # fmt: skip
         return real(query, dense, lexical, records, now, **kw)
 
-    retrieval.rank = spy
+    ranking.rank = spy
     try:
         yield calls
     finally:
-        retrieval.rank = real
+        ranking.rank = real
 
 
 def dia_of(rec: Any) -> str:
@@ -257,7 +257,7 @@ def ask_all(
                 found = service.search(user, q.question, k=KMAX, now=conv.now)
             if len(calls) != 1:
                 raise RuntimeError(
-                    f"expected MemoryService.search to call retrieval.rank once, saw {len(calls)}"
+                    f"expected MemoryService.search to call ranking.rank once, saw {len(calls)}"
                 )
             c = calls[0]
             asked.append(
@@ -271,7 +271,7 @@ def ask_all(
                         dict.fromkeys(dia_of(r.record) for r in found if r.why != "core")
                     ),
                     window=find_window(q.question, conv.now),
-                    names=retrieval.names_in(q.question),
+                    names=ranking.names_in(q.question),
                     everything=everything,
                 )
             )
@@ -303,7 +303,7 @@ def ask_all(
 class Trial:
     """One point of the search: a `RankConfig` plus the floor and the entity expansion."""
 
-    config: retrieval.RankConfig
+    config: ranking.RankConfig
     floor: float
     entity_seeds: int = 0
     entity_weight: float = 0.0
@@ -377,8 +377,8 @@ def default_grid(spec: str) -> dict[str, list[Any]]:
 
 def start_trial(spec: str, language: str = "en") -> Trial:
     """Today's configuration of an encoder for queries in a language ("en" or "zh")."""
-    config = retrieval.RankConfig(embedder=spec)
-    t = retrieval.tuned(config, "中文" if language == "zh" else "en")
+    config = ranking.RankConfig(embedder=spec)
+    t = ranking.tuned(config, "中文" if language == "zh" else "en")
     config = replace(
         config,
         dense_weight=t.dense_weight,
@@ -396,7 +396,7 @@ def replay(a: Asked, trial: Trial, expand: Expander | None = None) -> list[str]:
     """What `MemoryService.search` would return for this question under `trial`."""
     config = replace(trial.config, relevance_floor=trial.floor)
     lexical, live = a.lexical_for(trial.bm25)
-    ranked = retrieval.rank(
+    ranked = ranking.rank(
         a.question.question, a.dense, lexical, live, a.now, config=config,
         k=3 * KMAX + 10, window=a.window, names=a.names,
     )  # fmt: skip
@@ -555,11 +555,11 @@ def entity_expander(asked: list[list[Asked]]) -> Expander:
     """One hop through entities: records sharing an entity with the first hits join the ranking.
 
     The first `entity_seeds` results (after the service's own filtering) are the seeds; each
-    record that shares a non-hub entity with them (`memory.entities.EntityIndex`) gains
+    record that shares a non-hub entity with them (`memory.recall.entities.EntityIndex`) gains
     ``entity_weight · top score · shared entities`` on top of its own score (0 if it was not
     ranked), so a strong first hit can pull in the memory that completes a multi-hop answer.
     """
-    from memory.entities import EntityIndex
+    from memory.recall.entities import EntityIndex
 
     indexes: dict[int, EntityIndex] = {}
     for conv in asked:

@@ -20,7 +20,7 @@ same system prompt (``prompts/system.en.md``) and the question as the user messa
   `SqliteStore` and an embedded Chroma (bundled local embedder) holds the conversation as
   one user's memories: each session's turns archived with `MemoryService.archive_turns`,
   as ``locomo.py``'s ``service`` system does. Per question, `MemoryService.search(user,
-  question, k)` recalls and `memory.block.format_block` formats the memory block, as the
+  question, k)` recalls and `memory.recall.block.format_block` formats the memory block, as the
   graph's ``load_memory`` node does; "(nothing yet)" when nothing is recalled, as its chat
   node shows. As in the graph's chat node, the model may also call ``SearchMemory``
   (`graphs.tools`) over the conversation's service, for up to ``MAX_TOOL_ROUNDS`` rounds
@@ -35,7 +35,7 @@ The judge (``prompts/judge.en.md``; LLM-as-judge as in the mem0 paper) gets the 
 the gold answer and the generated answer and replies CORRECT or WRONG; anything else, and a
 failed call, counts as wrong (and is counted). Reported per system: accuracy overall and per
 category, prompt tokens per question (from the responses' ``usage``; estimated with
-``memory.tokens`` where a response has none), latency per question (the answer
+``memory.text.tokens`` where a response has none), latency per question (the answer
 call, plus recall for ``memory_on``; with ``--concurrency`` calls in flight), and the same-run
 ratios of memory on to the full history (tokens) and to memory off (accuracy).
 
@@ -94,8 +94,8 @@ from pydantic import ValidationError  # noqa: E402
 import prompts  # noqa: E402
 from graphs.nodes import MAX_TOOL_ROUNDS  # noqa: E402
 from graphs.tools import SEARCH_MEMORY, SearchMemory, render_results  # noqa: E402
-from memory.block import format_block  # noqa: E402
-from memory.tokens import count_message_tokens, count_tokens  # noqa: E402
+from memory.recall.block import format_block  # noqa: E402
+from memory.text.tokens import count_message_tokens, count_tokens  # noqa: E402
 
 SYSTEMS = ("memory_on", "memory_off", "full_history")
 NOTHING = "(nothing yet)"
@@ -202,7 +202,7 @@ def prepare(
     and the services stay open: the caller closes the ones returned.
     """
 
-    from memory.embeddings import make_embedder
+    from memory.index.embeddings import make_embedder
 
     embedder = make_embedder("local")
     embedder.embed(["warm up"])
@@ -299,7 +299,7 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
             "judge_out": args.judge_price_out,
         },  # fmt: skip
         "usd": {"answers": a_usd, "judge": j_usd, "total": round(a_usd + j_usd, 4)},
-        "how": "prompt tokens counted on the exact prompts with memory.tokens "
+        "how": "prompt tokens counted on the exact prompts with memory.text.tokens "
         f"(~4 characters a token); each answer assumed {answer_out} tokens, each verdict "
         f"{args.assume_judge_tokens}",
     }

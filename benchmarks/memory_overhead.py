@@ -65,11 +65,11 @@ from memory.backends import (  # noqa: E402
     open_backends,
     private_dir,
 )
-from memory.embeddings import make_embedder  # noqa: E402
 from memory.extraction import CandidateMemory, Extraction  # noqa: E402
-from memory.index import ChromaIndex  # noqa: E402
-from memory.records import KINDS, MemoryRecord, Source, namespace  # noqa: E402
+from memory.index.chroma import ChromaIndex  # noqa: E402
+from memory.index.embeddings import make_embedder  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
+from memory.store.records import KINDS, MemoryRecord, Source, namespace  # noqa: E402
 
 INDEX_SLICE = 5000
 STORE_SLICE = 1000
@@ -264,7 +264,7 @@ PARTS = (
 
 def candidate_depth(k: int) -> int:
     """How many candidates the service asks each index for, at the measured version."""
-    from memory.recall import CANDIDATES
+    from memory.recall.search import CANDIDATES
 
     return max(CANDIDATES, k)
 

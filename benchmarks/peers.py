@@ -73,11 +73,11 @@ import numpy as np  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 
 from memory.backends import BackendConfig, open_backends  # noqa: E402
-from memory.embeddings import make_embedder  # noqa: E402
-from memory.index import ChromaIndex, EmbedderEmbeddings  # noqa: E402
+from memory.index.chroma import ChromaIndex, EmbedderEmbeddings  # noqa: E402
+from memory.index.embeddings import make_embedder  # noqa: E402
 from memory.lifecycle import Policy  # noqa: E402
-from memory.records import KINDS, MemoryRecord, Source, namespace, stable_id  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
+from memory.store.records import KINDS, MemoryRecord, Source, namespace, stable_id  # noqa: E402
 
 DEFAULT_DATA = _locomo.DEFAULT_DATA
 INDEX_SLICE = 5000
@@ -631,26 +631,9 @@ rebuilt on `langchain_chroma.Chroma`. Loaded from git into a temporary module fo
 side-by-side run (`--index-before`); the product keeps one index."""
 
 
-def load_index_before(rev: str, folder: str) -> Any:
+def load_index_before(rev: str) -> Any:
     """Import `memory/index.py` as of git revision `rev` as a module of its own."""
-    import importlib.util
-    import subprocess
-
-    root = Path(__file__).resolve().parents[1]
-    source = subprocess.run(
-        ["git", "-C", str(root), "show", f"{rev}:memory/index.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    path = Path(folder) / "index_before.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("index_before", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return C.module_at(rev, "memory/index.py", "index_before")
 
 
 def compare_indexes(
@@ -710,7 +693,7 @@ def compare_indexes(
             timed("fill", name, pair[name].fill_vectors, records)
             pair[name].fill_index.drop_user(scratch)
     out: dict[str, Any] = {
-        "new": "memory.index on langchain_chroma.Chroma (this checkout)",
+        "new": "memory.index.chroma on langchain_chroma.Chroma (this checkout)",
         "old": f"memory/index.py at {INDEX_BEFORE[:10]} (chromadb directly), loaded from git",
     }
     for what in whats:
@@ -801,7 +784,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ours_before: Ours | None = None
         if args.index_before:
             try:
-                before = load_index_before(args.index_before, home)
+                before = load_index_before(args.index_before)
                 ours_before = Ours(
                     os.path.join(home, "ours-index-before"),
                     base,

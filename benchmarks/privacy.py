@@ -7,9 +7,9 @@ numbers, dates, prices, versions and shop addresses, none sensitive), the same s
 with a sensitive value appended to each (a password, card, ID, key, phone, address...), and
 long texts (40 and 400 statements joined, what a pasted document costs).
 
-Each message is screened with `memory.privacy.find_sensitive`; each figure is the median over
+Each message is screened with `memory.privacy.screen.find_sensitive`; each figure is the median over
 `--repeats` passes of the per-message time, in microseconds. `--baseline-ref` also loads
-`memory/privacy.py` as it was at a git commit (say, the one before a change) and times it on
+`memory/privacy/screen.py` as it was at a git commit (say, the one before a change) and times it on
 the same messages in the same run, so `ratio` compares like with like on a busy machine.
 False positives: ordinary statements in which anything is found (target: at most 1%), and
 the same count over every turn of the conversations in benchmarks/data/zh_recall.json and,
@@ -19,12 +19,9 @@ when it is there, the LoCoMo file `benchmarks/_locomo.py` reads (`--locomo`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -71,21 +68,7 @@ def conversation_turns(path: Path) -> list[str]:
 
 def baseline_module(ref: str) -> ModuleType:
     """Load `memory/privacy.py` as it was at git commit `ref`, under another module name."""
-    source = subprocess.run(
-        ["git", "-C", str(C.REPO), "show", f"{ref}:memory/privacy.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    folder = Path(tempfile.mkdtemp(prefix="privacy-baseline-"))
-    path = folder / "privacy_baseline.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("privacy_baseline", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return C.module_at(ref, "memory/privacy.py", "privacy_baseline")
 
 
 def per_message_us(find: Callable[[str], Any], texts: list[str], repeats: int) -> dict[str, Any]:

@@ -6,7 +6,7 @@
 
 Two layouts, each filled with the same users and measured in the same run:
 
-* ``shards``: the product's layout (`memory.chroma_layout`): small users in shared shard
+* ``shards``: the product's layout (`memory.index.layout`): small users in shared shard
   collections, a user over `PROMOTE_AT` vectors in a collection of their own.
 * ``per_user``: the baseline, one collection per user: `memory/index.py` as of the commit
   before the shard layout (loaded from git, ``--baseline-rev``). Creating a collection per
@@ -59,10 +59,10 @@ import numpy as np  # noqa: E402
 from _servers import chroma_run  # noqa: E402
 from langgraph.store.base import PutOp  # noqa: E402
 
-from memory.chroma_layout import PROMOTE_AT, SHARDS  # noqa: E402
-from memory.embeddings import make_embedder  # noqa: E402
-from memory.records import MemoryRecord, Source, namespace, stable_id  # noqa: E402
+from memory.index.embeddings import make_embedder  # noqa: E402
+from memory.index.layout import PROMOTE_AT, SHARDS  # noqa: E402
 from memory.service import MemoryService  # noqa: E402
+from memory.store.records import MemoryRecord, Source, namespace, stable_id  # noqa: E402
 
 SIZE_MIX = ((0.70, 1, 5), (0.25, 6, 20), (0.04, 21, 60), (0.01, 61, 200))
 """(share of users, fewest, most memories): most users have a few memories."""
@@ -86,22 +86,9 @@ def baseline_rev() -> str:
     return rev if ok.returncode == 0 else ""
 
 
-def load_baseline(rev: str, folder: str) -> Any:
+def load_baseline(rev: str) -> Any:
     """Import `memory/index.py` as of `rev` (the per-user-collection layout)."""
-    import importlib.util
-
-    source = subprocess.run(
-        ["git", "-C", str(C.REPO), "show", f"{rev}:memory/index.py"],
-        check=True, capture_output=True, text=True,
-    ).stdout  # fmt: skip
-    path = Path(folder) / "index_per_user.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("index_per_user", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return C.module_at(rev, "memory/index.py", "index_per_user")
 
 
 # --- users and vectors -----------------------------------------------------------------------
@@ -151,7 +138,7 @@ class PoolEmbedder:
         return np.vstack(out) if out else np.zeros((0, self.vectors.shape[1]), np.float32)
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
-        from memory.embeddings import embed_queries
+        from memory.index.embeddings import embed_queries
 
         return np.asarray(embed_queries(self.base, texts), dtype=np.float32)
 
@@ -220,13 +207,13 @@ def open_index(layout: str, where: dict[str, Any], embedder: Any) -> Any:
     every user promoted from their first vector (``promote_at=0``): the same layout, one
     collection per user, reached through one extra move.
     """
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
 
     kwargs: dict[str, Any] = {}
     cls: Any = ChromaIndex
     if layout == "per_user":
         if where["baseline_rev"]:
-            cls = load_baseline(where["baseline_rev"], where["work"]).ChromaIndex
+            cls = load_baseline(where["baseline_rev"]).ChromaIndex
         else:
             kwargs["promote_at"] = 0
     if where.get("chroma_port"):

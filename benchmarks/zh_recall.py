@@ -23,7 +23,7 @@ question is asked after the last session (now = last session + 1 day) with
 memory block), maps back to its turn through ``source.message_ids[0]``, first hit first.
 
 Baselines over the same user turns: ``dense`` (Chroma similarity, one collection per user)
-and ``bm25`` (`memory.lexical.BM25Index`, CJK bigrams and unigrams). Scoring is
+and ``bm25`` (`memory.lexical.bm25.BM25Index`, CJK bigrams and unigrams). Scoring is
 `locomo.Scores`: recall@k of all evidence turns (and of any), NDCG@10, per category.
 Prints one JSON object on stdout (``--json``: nothing else, ``--out PATH``: also to a file);
 ``--details PATH`` writes every question's ranked turns per system.
@@ -56,8 +56,8 @@ from locomo import Scores, memory_records  # noqa: E402
 
 from graphs.offline_rules import extract_rules  # noqa: E402
 from memory.extraction import asks_to_forget, is_question  # noqa: E402
-from memory.lexical import STOP_WORDS, ZH_STOP_CHARS, BM25Index, tokenize  # noqa: E402
-from memory.records import Source  # noqa: E402
+from memory.lexical.bm25 import STOP_WORDS, ZH_STOP_CHARS, BM25Index, tokenize  # noqa: E402
+from memory.store.records import Source  # noqa: E402
 
 REPO = C.REPO
 DEFAULT_DATA = REPO / "benchmarks" / "data" / "zh_recall.json"
@@ -179,8 +179,8 @@ def run(
     embedder_spec: str = "local",
 ) -> dict[str, Any]:
     """Run the benchmark; return the result object (``details``: ranked turns per question)."""
-    from memory.embeddings import embed_queries, make_embedder
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
+    from memory.index.embeddings import embed_queries, make_embedder
 
     ks = sorted(set(ks or [1, 5, 10]) | {5, 10})
     kmax = max(ks)
@@ -263,9 +263,9 @@ def record(convs: list[Conversation], spec: str, tmp: Path) -> list[list[Any]]:
     recording what it handed to `retrieval.rank` (as `locomo_cv.ask_all` does for LoCoMo)."""
     import locomo_cv as cv
 
-    from memory.embeddings import make_embedder
-    from memory.retrieval import names_in
-    from memory.timeparse import find_window
+    from memory.dates.grammar import find_window
+    from memory.index.embeddings import make_embedder
+    from memory.recall.ranking import names_in
 
     embedder = cv.RecordingEmbedder(make_embedder(spec))
     out: list[list[Any]] = []
@@ -306,7 +306,7 @@ ZH_GRID: dict[str, dict[str, list[Any]]] = {
         "episode_floor": [INF, 0.82, 0.84, 0.86, 0.88],
     },
 }
-"""What is tuned for Chinese queries (`memory.retrieval.LANGUAGE_TUNING`): the dense weight
+"""What is tuned for Chinese queries (`memory.recall.ranking.LANGUAGE_TUNING`): the dense weight
 and the floors; the other weights are LoCoMo's. The margins are not tuned here: they were
 calibrated on the paraphrase table (`tests/data/paraphrase_pairs.json`, the loosest that keep
 its unrelated statements under the distractor ceiling), and episode floors below the ones
@@ -327,7 +327,7 @@ def run_cv(
 
     Only the parameters Chinese queries may set apart from English ones are tuned (the dense
     weight and the floors, see `ZH_GRID`); ``full_grid`` tunes LoCoMo's whole grid too;
-    ``entities`` adds the experiment of `memory.entities` (``cv_with_entities``).
+    ``entities`` adds the experiment of `memory.recall.entities` (``cv_with_entities``).
     """
     import pickle
 
@@ -396,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--encoders", nargs="+", default=["local", "local-e5"], help="with --cv")
     p.add_argument("--full-grid", action="store_true", help="with --cv: LoCoMo's whole grid")
     p.add_argument("--entities", action="store_true",
-                   help="with --cv: also tune the entity expansion (memory.entities)")  # fmt: skip
+                   help="with --cv: also tune the entity expansion (recall.entities)")  # fmt: skip
     p.add_argument("--asked-cache", type=Path, default=None,
                    help="with --cv: keep (or reuse) what the service was asked here")  # fmt: skip
     C.output_args(p, chart=False)

@@ -24,7 +24,7 @@ from graphs.settings import Settings
 from graphs.state import InputState, State
 from graphs.tools import TOOLS
 from memory.backends import open_index
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 
 
 def make_deps(

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 
 from graphs.state import State
 from graphs.window import message_room, tokens
-from memory.records import utcnow
+from memory.store.records import utcnow
 
 
 class InvalidMessage(ValueError):

@@ -58,11 +58,11 @@ from graphs.window import (
     tokens,
 )
 from memory.backends import ensure_postgres_indexes
-from memory.block import format_block
 from memory.extraction import Extraction, coerce_extraction
-from memory.index import ChromaIndex
-from memory.language import Lang, language_of
+from memory.index.chroma import ChromaIndex
+from memory.recall.block import format_block
 from memory.service import MemoryService
+from memory.text.language import Lang, language_of
 from memory.turn import Said
 
 log = logging.getLogger(__name__)

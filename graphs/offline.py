@@ -34,8 +34,8 @@ from langchain_core.runnables import Runnable, RunnableLambda
 
 from graphs.messages import text_of
 from graphs.offline_rules import extract_rules, extractive_summary
-from memory.block import BLOCK_CLOSE, BLOCK_OPEN
 from memory.extraction import has_cjk
+from memory.recall.block import BLOCK_CLOSE, BLOCK_OPEN
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
 _WORD = re.compile(r"\S+\s*|\s+")

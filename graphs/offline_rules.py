@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from memory.dates.grammar import find_date, is_date_phrase, statement_lean
+from memory.dates.recurring import recurring_fact
 from memory.extraction import (
     MAX_CANDIDATES,
     CandidateMemory,
@@ -25,10 +27,8 @@ from memory.extraction import (
     split_sentences,
     trim_phrase,
 )
-from memory.records import normalize_text
-from memory.recurring import recurring_fact
+from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
-from memory.timeparse import find_date, is_date_phrase, statement_lean
 from memory.understanding import FAMILY_PREFIX, RECORD_KIND, Reading, read_utterances
 
 QUESTION_CONFIDENCE = 0.5

@@ -25,7 +25,7 @@ from graphs.window import (
 )
 from memory.access import AccessPolicy
 from memory.backends import BackendConfig
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 from memory.lifecycle import Policy
 from memory.service import MemoryService
 

@@ -22,9 +22,9 @@ from graphs.messages import one_line, summarized_ids, text_of
 from graphs.models import ainvoke_structured
 from graphs.window import _turns as _split_turns
 from memory.extraction import asks_to_forget, has_cjk
-from memory.privacy import redact
-from memory.records import Source
+from memory.privacy.screen import redact
 from memory.service import MemoryService
+from memory.store.records import Source
 from memory.summary import ThreadSummary
 from memory.summary import merge as merge_summary
 from memory.summary import render as render_summary

@@ -46,7 +46,7 @@ from graphs.nodes import AgentDeps
 from graphs.settings import Settings
 from graphs.state import InputState, State
 from memory.access import AccessPolicy
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 
 PRE_SALES = "pre-sales"
 AFTER_SALES = "after-sales"

@@ -22,7 +22,7 @@ from graphs.state import State
 from graphs.tools import render_working_memory
 from memory.summary import ThreadSummary
 from memory.summary import render as render_summary
-from memory.tokens import count_message_tokens
+from memory.text.tokens import count_message_tokens
 
 ANSWER_RESERVE_TOKENS = 1024
 SYSTEM_PROMPT_RESERVE_TOKENS = 2048
@@ -111,7 +111,7 @@ def build_window(
 def tokens(messages: Sequence[BaseMessage]) -> int:
     """Return the estimated token count of messages (no tokenizer download).
 
-    `memory.tokens.count_message_tokens`: script-aware (Chinese is not undercounted),
+    `memory.text.tokens.count_message_tokens`: script-aware (Chinese is not undercounted),
     calibrated on OpenAI's o200k_base, 3 tokens of overhead a message. A list's count is
     the sum of its messages' counts, so the window's per-turn costs add up exactly.
     """

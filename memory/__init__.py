@@ -23,14 +23,14 @@ from memory.backends import (
     aprune_history,
     open_backends,
 )
-from memory.index import ChromaIndex, IndexUnavailable
-from memory.locks import WriterLockTimeout
-from memory.reads import MemoryNotFound
-from memory.recall import Recalled
-from memory.records import InvalidUserId, MemoryRecord, UserId, check_user_id
-from memory.retriever import MemoryRetriever
+from memory.index.chroma import ChromaIndex, IndexUnavailable
+from memory.recall.retriever import MemoryRetriever
+from memory.recall.search import Recalled
 from memory.service import MemoryService
-from memory.threads import ThreadNotYours
+from memory.store.locks import WriterLockTimeout
+from memory.store.reads import MemoryNotFound
+from memory.store.records import InvalidUserId, MemoryRecord, UserId, check_user_id
+from memory.store.threads import ThreadNotYours
 from memory.turn import Said, ThreadCuts, TurnOutcome, TurnRecall
 
 __all__ = [

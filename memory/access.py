@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from memory.extraction import CandidateMemory
-from memory.records import KINDS, MemoryRecord
+from memory.store.records import KINDS, MemoryRecord
 
 USER_SCOPE = "user"
 AGENT_SCOPE = "agent"

@@ -16,9 +16,9 @@ from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
-from memory.embeddings import make_embedder
-from memory.index import ChromaIndex
-from memory.snapshot_store import SNAPSHOT_TABLE_DDL
+from memory.index.chroma import ChromaIndex
+from memory.index.embeddings import make_embedder
+from memory.lexical.persisted import SNAPSHOT_TABLE_DDL
 
 log = logging.getLogger(__name__)
 _POOL_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}

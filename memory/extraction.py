@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from memory.language import HAN, HAN_CHAR, has_han
-from memory.records import Kind, clean_text, kinds_help
+from memory.store.records import Kind, clean_text, kinds_help
+from memory.text.language import HAN, HAN_CHAR, has_han
 from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
 
 log = logging.getLogger(__name__)
@@ -344,7 +344,7 @@ _CJK = HAN_CHAR
 
 
 def has_cjk(text: str) -> bool:
-    """Return True if the text contains Chinese characters (`memory.language.has_han`)."""
+    """Return True if the text contains Chinese characters (`memory.text.language.has_han`)."""
     return has_han(text)
 
 

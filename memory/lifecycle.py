@@ -14,11 +14,9 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from memory.extraction import ForgetRequest
-from memory.language import HAN
-from memory.lexical import STOP_WORDS, tokenize
-from memory.phrases import Phrase, key_phrase, phrase_of, states
-from memory.privacy import redact
-from memory.records import (
+from memory.lexical.bm25 import STOP_WORDS, tokenize
+from memory.privacy.screen import redact
+from memory.store.records import (
     HALF_LIFE_DAYS,
     MemoryRecord,
     is_raw_turn,
@@ -26,6 +24,8 @@ from memory.records import (
     stable_id,
     turn_ids,
 )
+from memory.text.language import HAN
+from memory.text.phrases import Phrase, key_phrase, phrase_of, states
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -94,7 +94,7 @@ class Policy:
         event_ttl: Expiry of an event whose date is unknown.
         half_life_days: Per kind, the age at which recency's share of a memory's ranking
             weight halves (None: no decay; facts are superseded instead). Defaults to each
-            kind's `half_life` in `memory.records.KINDS`.
+            kind's `half_life` in `memory.store.records.KINDS`.
         archive_after: Memories neither recalled nor restated for this long are archived.
         turn_ttl: How long raw user turns (`episode` memories) stay recallable.
         archive_turns: Keep each user turn as a raw `episode` memory beside the extracted ones.
@@ -366,7 +366,7 @@ def forget_targets(
 ) -> list[MemoryRecord]:
     """Return the records a forget request points at (raw turns and summaries not included).
 
-    Words are matched whole (`memory.phrases`): "tea" never hits "team" or "steak". The
+    Words are matched whole (`memory.text.phrases`): "tea" never hits "team" or "steak". The
     raw turns and summaries that carry a target are found from it (`MemoryService`).
 
     Args:

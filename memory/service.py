@@ -16,21 +16,22 @@ from typing import Any
 from langgraph.store.base import BaseStore
 
 from memory.access import AccessDenied, AccessPolicy
-from memory.changelog import LexicalSnapshots
-from memory.disk_purge import purge_sqlite
 from memory.extraction import Extraction
-from memory.index import ChromaIndex
-from memory.indexing import WriteThrough
+from memory.index.chroma import ChromaIndex
+from memory.index.write_through import WriteThrough
+from memory.lexical.changes import LexicalSnapshots
+from memory.lexical.snapshot import LexicalIndexes
 from memory.lifecycle import Change, Policy
-from memory.locks import UserLocks, in_worker_thread
-from memory.maintenance import ConsolidationReport, Maintenance
 from memory.progress import Progress
-from memory.reads import MemoryNotFound, StoreReader
-from memory.recall import Recall, Recalled, pin
-from memory.records import Kind, MemoryRecord, Source, check_user_id, utcnow
-from memory.retriever import MemoryRetriever
-from memory.snapshots import LexicalIndexes
-from memory.threads import ThreadNotYours, ThreadRegistry
+from memory.recall.retriever import MemoryRetriever
+from memory.recall.search import Recall, Recalled, pin
+from memory.store.disk_purge import purge_sqlite
+from memory.store.locks import UserLocks, in_worker_thread
+from memory.store.maintenance import ConsolidationReport, Maintenance
+from memory.store.reads import MemoryNotFound, StoreReader
+from memory.store.records import Kind, MemoryRecord, Source, check_user_id, utcnow
+from memory.store.threads import ThreadNotYours, ThreadRegistry
+from memory.store.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 from memory.turn import (
     Said,
     TurnOutcome,
@@ -46,7 +47,6 @@ from memory.turn import (
     statements_of,
     turn_source,
 )
-from memory.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 
 __all__ = ["ConsolidationReport", "MemoryNotFound", "MemoryService", "Recalled", "ThreadNotYours"]
 
@@ -55,7 +55,7 @@ class MemoryService:
     """Long-term memory of many users: store first, index second, store-checked reads."""
 
     MAX_IMPORT_CONTENT_CHARS = MAX_IMPORT_CONTENT_CHARS
-    """Longest `content` an imported row may have (see `memory.writes`)."""
+    """Longest `content` an imported row may have (see `memory.store.writes`)."""
 
     def __init__(
         self,
@@ -129,9 +129,10 @@ class MemoryService:
     ) -> list[Recalled]:
         """Return the active memories of a user relevant to `query`, best first.
 
-        Hybrid recall (`memory.recall`, `memory.retrieval`); every result is re-read from the
-        store. Up to `k` ranked memories, plus up to `PINNED` "core" ones (name, home, diet,
-        health, imminent events) the query did not bring. Chroma down: lexical alone.
+        Hybrid recall (`memory.recall.search`, `memory.recall.ranking`); every result is
+        re-read from the store. Up to `k` ranked memories, plus up to `PINNED` "core" ones
+        (name, home, diet, health, imminent events) the query did not bring.
+        Chroma down: lexical alone.
 
         Example:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
@@ -395,7 +396,7 @@ class MemoryService:
         """Delete every memory, vector, repair marker and thread of a user, from disk too.
 
         Embedded Chroma's files, the lexical snapshot and the SQLite store and checkpoint
-        files are rewritten without them (`memory.disk_purge`, `ChromaIndex.drop_user`).
+        files are rewritten without them (`memory.store.disk_purge`, `ChromaIndex.drop_user`).
 
         Returns:
             How many memories were deleted.

@@ -2,7 +2,7 @@
 
 A graph (or any app) calls `MemoryService.recall_turn` before answering and
 `MemoryService.save_turn` after, and nothing else of memory. `save_turn` splits the turn's
-user messages into statements (`memory.statements`), links each extracted memory to the
+user messages into statements (`memory.text.statements`), links each extracted memory to the
 statement it came from, screens and scopes them, archives each statement as its own raw item
 and returns one `TurnOutcome`. Every copy the caller keeps (the thread's messages, tool-call
 arguments, summary items, working memory, the memory block, the `saved` lines, notices) is
@@ -19,14 +19,14 @@ from typing import Any
 
 from memory.access import describe_refused
 from memory.extraction import Extraction, asks_to_forget, is_question
-from memory.lexical import tokenize
+from memory.lexical.bm25 import tokenize
 from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, is_deictic
-from memory.phrases import Phrase, said_phrase, states
-from memory.privacy import describe as describe_withheld
-from memory.privacy import find_sensitive, redact
-from memory.recall import Recalled
-from memory.records import Source, UserId, is_raw_turn
-from memory.statements import Statement, split_message, split_text
+from memory.privacy.screen import describe as describe_withheld
+from memory.privacy.screen import find_sensitive, redact
+from memory.recall.search import Recalled
+from memory.store.records import Source, UserId, is_raw_turn
+from memory.text.phrases import Phrase, said_phrase, states
+from memory.text.statements import Statement, split_message, split_text
 
 LATEST_STATEMENTS = 6
 """How many of the user's earlier statements "forget that" may reach back to."""

@@ -44,8 +44,8 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def index(tmp_path: Path):
-    from memory.embeddings import make_embedder
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
+    from memory.index.embeddings import make_embedder
 
     return ChromaIndex.open(make_embedder("local"), path=str(tmp_path / "chroma"))
 

@@ -75,7 +75,7 @@ def kill_on(cls: type, name: str) -> None:
 
 def service_upsert(home: str, user: str) -> None:
     from memory.backends import BackendConfig, open_backends
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
     from memory.service import MemoryService
 
     with open_backends(BackendConfig(home=home)) as b:
@@ -95,7 +95,7 @@ def service_upsert(home: str, user: str) -> None:
 
 def service_forget(home: str, user: str) -> None:
     from memory.backends import BackendConfig, open_backends
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
     from memory.service import MemoryService
 
     with open_backends(BackendConfig(home=home)) as b:
@@ -115,7 +115,7 @@ def service_forget(home: str, user: str) -> None:
 
 def service_delete_user(home: str, user: str) -> None:
     from memory.backends import BackendConfig, open_backends
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
     from memory.service import MemoryService
 
     with open_backends(BackendConfig(home=home)) as b:
@@ -133,7 +133,7 @@ async def graph_run(home: str, user: str, thread: str, fault: str) -> None:
     from graphs.nodes import MemoryNodes
     from graphs.settings import Settings
     from memory.backends import BackendConfig
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
 
     settings = Settings(backend=BackendConfig(home=home))
     if fault == "save-start":

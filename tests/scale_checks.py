@@ -84,8 +84,8 @@ def readable_vectors(client: Any, vector: np.ndarray) -> list[str]:
 
 def same_shard_user(index: Any, user: str, prefix: str) -> str:
     """Return a user id that hashes to the same shard as `user` (its nearest neighbours)."""
-    from memory.chroma_layout import shard_name
-    from memory.records import user_key
+    from memory.index.layout import shard_name
+    from memory.store.records import user_key
 
     want = shard_name(user_key(user), index.shards)
     for n in range(10_000):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from memory.records import MemoryRecord
 from memory.service import MemoryService
+from memory.store.records import MemoryRecord
 
 
 def count_scans(service: MemoryService) -> list[str]:

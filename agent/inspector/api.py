@@ -18,9 +18,9 @@ from starlette.routing import Route
 
 from agent.mcp.auth import Identity
 from memory.access import AccessDenied
-from memory.recall import Recalled
-from memory.records import MemoryRecord, is_raw_turn
+from memory.recall.search import Recalled
 from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import MemoryRecord, is_raw_turn
 
 MAX_SEARCH_K = 50
 MAX_CONTENT_CHARS = 2000

@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory.records import check_user_id
+from memory.store.records import check_user_id
 
 if TYPE_CHECKING:
     # Imported when run: `memory-agent --help` must not load the MCP and web stacks.

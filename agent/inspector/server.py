@@ -15,7 +15,7 @@ from agent.mcp.auth import Identity
 from agent.serve.tokens import server_tokens
 from graphs.settings import Settings, open_service
 from memory.backends import open_index
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 from memory.service import MemoryService
 
 settings = Settings.from_env()

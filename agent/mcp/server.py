@@ -33,8 +33,8 @@ from agent.mcp.auth import (
 from agent.mcp.tools import MemoryTools
 from graphs.settings import Settings, open_service
 from memory.backends import Backends, aopen_backends
-from memory.records import InvalidUserId, check_user_id
 from memory.service import MemoryService
+from memory.store.records import InvalidUserId, check_user_id
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"

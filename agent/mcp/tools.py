@@ -25,9 +25,10 @@ from pydantic import BaseModel, Field
 from agent.mcp.auth import ENV_USER, Identity, TokenTable, identity_of_request
 from memory.access import AccessDenied
 from memory.backends import BackendUnavailable
-from memory.index import IndexMismatch, IndexUnavailable
+from memory.index.chroma import IndexMismatch, IndexUnavailable
 from memory.lifecycle import Action
-from memory.records import (
+from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import (
     STATED_KINDS,
     InvalidUserId,
     Kind,
@@ -37,7 +38,6 @@ from memory.records import (
     Status,
     kinds_help,
 )
-from memory.service import MemoryNotFound, MemoryService
 
 T = TypeVar("T")
 

@@ -28,7 +28,7 @@ from langgraph_sdk import Auth
 
 from agent.mcp.auth import SCOPE_READ, SCOPE_WRITE
 from agent.serve.tokens import Unauthorized, bearer_identity, server_tokens
-from memory.records import NAMESPACE_ROOT, namespace
+from memory.store.records import NAMESPACE_ROOT, namespace
 
 OWNER = "owner"
 """The metadata key of a thread's (or cron's) owner."""

@@ -28,7 +28,7 @@ RECORD_KIND: dict[str, str] = {
     # A routine is how the user lives, not a one-off: it never expires either.
     "habit": "preference",
 }
-"""The record kind each predicted kind is stored as (`memory.records.KINDS`)."""
+"""The record kind each predicted kind is stored as (`memory.store.records.KINDS`)."""
 
 FAMILY_PREFIX: dict[str, str] = {
     "home": "profile.city",

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from memory.embeddings import make_embedder
+from memory.index.embeddings import make_embedder
 
 NGRAM_DIM = 4096
 """Hash buckets of the n-gram part (shared by characters and words)."""

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from memory.embeddings import make_embedder
-from memory.index import ChromaIndex, IndexUnavailable, fingerprint
-from memory.records import InvalidUserId
+from memory.index.chroma import ChromaIndex, IndexUnavailable, fingerprint
+from memory.index.embeddings import make_embedder
 from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import InvalidUserId
 
 if TYPE_CHECKING:
     from conftest import Servers  # the `servers` fixture's type
@@ -108,7 +108,7 @@ def test_langchain_retriever_over_chroma_server(servers: Servers) -> None:
     from langchain_core.documents import Document
     from langchain_core.retrievers import BaseRetriever
 
-    from memory.records import MemoryRecord
+    from memory.store.records import MemoryRecord
 
     port, _ = servers.chroma(servers.tmp / "chroma-retriever")
     index = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)

@@ -20,8 +20,8 @@ import pytest
 from agent.runner import Session, open_session
 from graphs.settings import Settings
 from memory.backends import BackendConfig
-from memory.records import MemoryRecord
 from memory.service import ThreadNotYours
+from memory.store.records import MemoryRecord
 
 pytestmark = pytest.mark.integration
 

@@ -29,8 +29,8 @@ from agent.runner import Session, open_session
 from graphs.context import Context
 from graphs.settings import Settings
 from memory.backends import BackendConfig, open_backends
-from memory.records import MemoryRecord, utcnow
 from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import MemoryRecord, utcnow
 
 pytestmark = pytest.mark.integration
 

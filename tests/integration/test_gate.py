@@ -334,7 +334,7 @@ async def test_7_a_negation_of_one_value_keeps_the_others(
 
 
 def test_8_a_summary_item_is_cut_by_statement() -> None:
-    from memory.phrases import phrase_of
+    from memory.text.phrases import phrase_of
     from memory.turn import ThreadCuts
 
     cuts = ThreadCuts(phrases=[phrase_of("Kyoto")])

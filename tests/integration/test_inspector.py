@@ -322,7 +322,7 @@ def _seed_home(home: Path) -> None:
     """Alice's and bob's memories written by the service itself, with provenance."""
     from graphs.settings import Settings, open_service
     from memory.backends import BackendConfig, open_backends
-    from memory.records import Source
+    from memory.store.records import Source
 
     settings = Settings.from_env()
     said = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)

@@ -10,12 +10,12 @@ import psycopg
 import pytest
 from spies import count_scans
 
-from memory import changelog
 from memory.backends import BackendConfig, open_backends
-from memory.records import MemoryRecord, user_key
+from memory.lexical import changes
+from memory.lexical.persisted import SNAPSHOT_TABLE
+from memory.lexical.snapshot import LexicalIndexes
 from memory.service import MemoryService
-from memory.snapshot_store import SNAPSHOT_TABLE
-from memory.snapshots import LexicalIndexes
+from memory.store.records import MemoryRecord, user_key
 
 
 def _row(url: str, user: str) -> bytes | None:
@@ -37,7 +37,7 @@ def _rows(user: str, n: int) -> list[dict[str, Any]]:
 def test_a_second_process_loads_the_row_and_forgets_purge_it(
     pg_url: str, new_user: Callable[..., str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(changelog, "PERSIST_AT", 10)
+    monkeypatch.setattr(changes, "PERSIST_AT", 10)
     user = new_user("lex")
     with open_backends(BackendConfig(database_url=pg_url, home=str(tmp_path)), setup=True) as b:
         first = MemoryService(b.store, None)

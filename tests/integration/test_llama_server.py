@@ -30,7 +30,7 @@ from agent.runner import open_session
 from graphs.context import Context
 from graphs.settings import Settings
 from memory.extraction import CandidateMemory, junk_reason
-from memory.records import is_raw_turn
+from memory.store.records import is_raw_turn
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.append(str(REPO / "benchmarks"))

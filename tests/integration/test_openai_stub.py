@@ -37,7 +37,7 @@ from graphs.context import Context  # noqa: E402
 from graphs.settings import Settings  # noqa: E402
 from graphs.window import ANSWER_RESERVE_TOKENS  # noqa: E402
 from memory.backends import BackendConfig  # noqa: E402
-from memory.embeddings import make_embedder  # noqa: E402
+from memory.index.embeddings import make_embedder  # noqa: E402
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ from agent.cli import main as cli_main
 from agent.runner import open_session
 from graphs.settings import Settings
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends, open_backends
-from memory.records import MemoryRecord
 from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import MemoryRecord
 
 pytestmark = pytest.mark.integration
 
@@ -257,7 +257,7 @@ def test_cli_reports_unreachable_postgres(
 
 
 def test_writer_lock_of_a_user_excludes_other_sessions(pg_url: str, new_user) -> None:
-    from memory.locks import PostgresWriterLocks, WriterLockTimeout
+    from memory.store.locks import PostgresWriterLocks, WriterLockTimeout
 
     user, other = new_user("lock"), new_user("free")
     here = PostgresWriterLocks(pg_url)
@@ -349,7 +349,7 @@ def test_setup_creates_the_snapshot_table(pg_url: str, tmp_path: Path) -> None:
     too, so a deployment whose app role may not run DDL needs nothing created later."""
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-    from memory.snapshot_store import SNAPSHOT_TABLE
+    from memory.lexical.persisted import SNAPSHOT_TABLE
 
     name = f"memory_agent_setup_{os.getpid()}"
     url = make_conninfo(pg_url, dbname=name)
@@ -382,7 +382,7 @@ def test_setup_creates_the_snapshot_table(pg_url: str, tmp_path: Path) -> None:
 
         # An app role that may only read and write the table saves and loads snapshots:
         # after setup, nothing it does needs DDL.
-        from memory.snapshot_store import SnapshotTable
+        from memory.lexical.persisted import SnapshotTable
 
         role = f"{name}_app"
         with psycopg.connect(url, autocommit=True) as conn:
@@ -449,7 +449,7 @@ async def test_a_served_graph_makes_the_store_indexes_on_first_use(
 
 def test_a_dropped_session_is_reopened_and_its_writer_locks_go_with_it(pg_url: str) -> None:
     # What a Postgres restart does to the lock connection, done to that one session only.
-    from memory.locks import PostgresWriterLocks
+    from memory.store.locks import PostgresWriterLocks
 
     locks, rival = PostgresWriterLocks(pg_url, timeout=0.2), PostgresWriterLocks(pg_url)
     try:

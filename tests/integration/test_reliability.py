@@ -32,11 +32,11 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.settings import Settings
 from memory.backends import BackendConfig, BackendUnavailable, aopen_backends
-from memory.indexing import WriteThrough
-from memory.reads import StoreReader
-from memory.records import MemoryRecord, utcnow
+from memory.index.write_through import WriteThrough
 from memory.service import MemoryService
-from memory.writes import MemoryWriter
+from memory.store.reads import StoreReader
+from memory.store.records import MemoryRecord, utcnow
+from memory.store.writes import MemoryWriter
 
 if TYPE_CHECKING:
     from conftest import Servers

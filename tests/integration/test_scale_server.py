@@ -17,9 +17,9 @@ import pytest
 from scale_checks import readable_vectors, same_shard_user
 
 from memory.backends import BackendConfig, open_backends
-from memory.chroma_layout import is_own_name
-from memory.embeddings import make_embedder
-from memory.index import ChromaIndex, fingerprint, index_text
+from memory.index.chroma import ChromaIndex, fingerprint, index_text
+from memory.index.embeddings import make_embedder
+from memory.index.layout import is_own_name
 from memory.service import MemoryService
 
 if TYPE_CHECKING:
@@ -114,6 +114,6 @@ def test_shards_on_a_chroma_server_with_postgres(servers: Servers, pg_url: str) 
 
 
 def _key(user: str) -> str:
-    from memory.records import user_key
+    from memory.store.records import user_key
 
     return user_key(user)

@@ -23,8 +23,8 @@ from memory.access import (
     scope_for,
 )
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
-from memory.records import MemoryRecord, Source
 from memory.service import MemoryNotFound, MemoryService
+from memory.store.records import MemoryRecord, Source
 
 POLICY = AccessPolicy.from_dict(
     {

@@ -25,9 +25,9 @@ from graphs.nodes import ANSWER_RESERVE_TOKENS
 from graphs.offline import OfflineChatModel
 from graphs.settings import SYSTEM_PROMPT_RESERVE_TOKENS, Settings, message_tokens
 from memory.backends import BackendConfig, aopen_backends, open_backends
-from memory.embeddings import LOCAL_MAX_CHARS, OPENAI_MAX_CHARS, LocalEmbedder, OpenAIEmbedder
-from memory.records import InvalidUserId, check_user_id
+from memory.index.embeddings import LOCAL_MAX_CHARS, OPENAI_MAX_CHARS, LocalEmbedder, OpenAIEmbedder
 from memory.service import MemoryService
+from memory.store.records import InvalidUserId, check_user_id
 
 CLI = Path(sys.executable).parent / "memory-agent"
 

@@ -18,7 +18,7 @@ from graphs.memory_agent import build_graph
 from graphs.offline import OfflineChatModel
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.recurring import recurring_fact
+from memory.dates.recurring import recurring_fact
 from memory.service import MemoryService
 
 NOW = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)  # a Wednesday

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from memory.embeddings import LocalE5Embedder, embed_queries, make_embedder
+from memory.index.embeddings import LocalE5Embedder, embed_queries, make_embedder
 
 
 @pytest.fixture(scope="module")

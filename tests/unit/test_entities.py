@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.entities import EntityIndex, entities_in
+from memory.recall.entities import EntityIndex, entities_in
 
 
 @pytest.mark.parametrize(

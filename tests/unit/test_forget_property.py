@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
 from graphs.offline_rules import extract_rules
-from memory.block import format_block
 from memory.extraction import Extraction, ForgetRequest
-from memory.index import ChromaIndex
-from memory.records import Source
+from memory.index.chroma import ChromaIndex
+from memory.recall.block import format_block
 from memory.service import MemoryService
+from memory.store.records import Source
 
 EN = ("tea", "team sports", "steak", "tomatoes", "Tom", "Tomtom", "Berlin", "Munich")
 ZH = ("猫", "熊猫", "猫头鹰", "成都", "杭州")

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage
 
 from agent.runner import Session, open_session
 from graphs.settings import Settings
-from memory.records import MemoryRecord
+from memory.store.records import MemoryRecord
 
 SUMMARY_TOKENS = 60
 """Small enough that a few turns trigger the rolling summary."""

@@ -32,7 +32,7 @@ from graphs.offline import OfflineChatModel, parse_block
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
 from memory.backends import BackendConfig, aopen_backends, open_backends
-from memory.block import BLOCK_CLOSE, BLOCK_OPEN, format_block
+from memory.dates.grammar import find_date
 from memory.extraction import (
     MAX_CANDIDATES,
     MAX_CONTENT_CHARS,
@@ -41,8 +41,10 @@ from memory.extraction import (
     ForgetRequest,
     coerce_extraction,
 )
-from memory.privacy import LABELS, find_sensitive, redact
-from memory.records import (
+from memory.privacy.screen import LABELS, find_sensitive, redact
+from memory.recall.block import BLOCK_CLOSE, BLOCK_OPEN, format_block
+from memory.service import MemoryService
+from memory.store.records import (
     MAX_USER_ID_CHARS,
     InvalidUserId,
     MemoryRecord,
@@ -53,8 +55,6 @@ from memory.records import (
     normalize_text,
     utcnow,
 )
-from memory.service import MemoryService
-from memory.timeparse import find_date
 
 FUZZ = settings(
     max_examples=200,

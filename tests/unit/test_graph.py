@@ -13,8 +13,8 @@ from graphs.memory_agent import build_graph
 from graphs.messages import InvalidMessage
 from graphs.offline import OfflineChatModel
 from graphs.settings import Settings
-from memory.records import InvalidUserId
 from memory.service import MemoryService
+from memory.store.records import InvalidUserId
 
 CITY = {
     "kind": "fact",
@@ -152,7 +152,7 @@ def test_exported_graph_has_no_persistence_and_the_four_nodes() -> None:
 async def test_a_turn_checks_the_user_once_and_builds_no_service(
     parts, monkeypatch: pytest.MonkeyPatch, as_dict: bool
 ) -> None:
-    import memory.records as records
+    import memory.store.records as records
 
     saver, store, index = parts
     food = dict(

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from memory.chroma_layout import shard_entry_id
-from memory.embeddings import embed_queries
-from memory.index import ChromaIndex, fingerprint
-from memory.records import MemoryRecord, Source, user_key
+from memory.index.chroma import ChromaIndex, fingerprint
+from memory.index.embeddings import embed_queries
+from memory.index.layout import shard_entry_id
+from memory.store.records import MemoryRecord, Source, user_key
 
 AT = datetime(2025, 1, 1, tzinfo=UTC)
 

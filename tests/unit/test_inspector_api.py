@@ -30,9 +30,9 @@ from agent.serve import auth as server_auth
 from agent.serve.tokens import ENV_TOKENS, server_tokens
 from graphs.context import user_of
 from graphs.settings import Settings
-from memory.recall import Recalled
-from memory.records import MemoryRecord, Source, is_raw_turn
+from memory.recall.search import Recalled
 from memory.service import MemoryService
+from memory.store.records import MemoryRecord, Source, is_raw_turn
 
 ALICE = "alice-token-0123456789abcdef"
 BOB = "bob-token-0123456789abcdefgh"

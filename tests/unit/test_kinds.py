@@ -1,4 +1,5 @@
-"""Memory kinds are one table (`memory.records.KINDS`): every place that knows kinds follows it.
+"""Memory kinds are one table (`memory.store.records.KINDS`): every place that knows kinds
+follows it.
 
 Each test walks the table, so a kind added to it fails here until every place that must
 know it does: its recency decay, pinning, the extraction schema, both extract prompts, the
@@ -25,9 +26,9 @@ from agent.mcp import Identity, build_server
 from graphs.settings import Settings
 from memory.extraction import CandidateMemory, Extraction
 from memory.lifecycle import Policy
-from memory.recall import pin
-from memory.records import HALF_LIFE_DAYS, KINDS, STATED_KINDS, MemoryRecord
-from memory.retrieval import RankConfig, recency_factor
+from memory.recall.ranking import RankConfig, recency_factor
+from memory.recall.search import pin
+from memory.store.records import HALF_LIFE_DAYS, KINDS, STATED_KINDS, MemoryRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -135,7 +136,8 @@ def _recipe() -> tuple[str, dict[str, str]]:
     """Return the README recipe's table row and its kind line for each extract prompt."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("#### Add a kind of memory\n", 1)[1].split("\n#### ", 1)[0]
-    (row,) = re.findall(r"```python\n# memory/records.py, in KINDS:\n(.+?)\n```", section, re.S)
+    pattern = r"```python\n# memory/store/records.py, in KINDS:\n(.+?)\n```"
+    (row,) = re.findall(pattern, section, re.S)
     (text,) = re.findall(r"```text\n#[^\n]*\n(.+?)\n```", section, re.S)
     lines = text.splitlines()
     return row, {"en": next(ln for ln in lines if "kind:" in ln), "zh": lines[-1]}
@@ -157,7 +159,7 @@ def _fork(tmp_path: Path, *, prompt_lines: bool) -> Path:
         shutil.copy(ROOT / "tests" / name, fork / "tests" / name)
     shutil.copy(ROOT / "pyproject.toml", fork / "pyproject.toml")
     row, kind_lines = _recipe()
-    records = fork / "memory" / "records.py"
+    records = fork / "memory" / "store" / "records.py"
     table = "KINDS: Mapping[str, KindSpec] = MappingProxyType(\n    {\n"
     source = records.read_text(encoding="utf-8")
     if row in source:  # followed already

@@ -17,20 +17,20 @@ from typing import Any
 import pytest
 from spies import count_scans
 
-from memory import changelog
 from memory.backends import BackendConfig, open_backends
-from memory.changelog import CHANGE_LOG_KEYS
-from memory.lexical import BM25_B, BM25_K1, BM25Index
-from memory.records import MemoryRecord, Source, user_key
-from memory.service import MemoryService
-from memory.snapshot_store import SnapshotFiles
-from memory.snapshots import (
+from memory.lexical import changes
+from memory.lexical.bm25 import BM25_B, BM25_K1, BM25Index
+from memory.lexical.changes import CHANGE_LOG_KEYS
+from memory.lexical.persisted import SnapshotFiles
+from memory.lexical.snapshot import (
     LexicalIndexes,
     SnapshotError,
     dump_snapshot,
     load_snapshot,
     record_fields,
 )
+from memory.service import MemoryService
+from memory.store.records import MemoryRecord, Source, user_key
 
 REPO = Path(__file__).resolve().parents[2]
 WORDS = "apple banana cherry damson elder fig grape hazel iris juniper kale lime mango".split()  # noqa: SIM905
@@ -38,7 +38,7 @@ WORDS = "apple banana cherry damson elder fig grape hazel iris juniper kale lime
 
 @pytest.fixture(autouse=True)
 def _small_persist_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(changelog, "PERSIST_AT", 10)
+    monkeypatch.setattr(changes, "PERSIST_AT", 10)
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def _rows(user: str, n: int, start: int = 0, word: str = "orchard") -> list[dict
 
 
 def _copy(store: Any, user: str) -> Path:
-    files = changelog.snapshot_store(store)
+    files = changes.snapshot_store(store)
     assert isinstance(files, SnapshotFiles)
     return Path(files.path(user_key(user)))
 
@@ -335,8 +335,8 @@ _CHILD = textwrap.dedent(
     import sys
     from memory.backends import BackendConfig, open_backends
     from memory.service import MemoryService
-    from memory import changelog
-    changelog.PERSIST_AT = 10
+    from memory.lexical import changes
+    changes.PERSIST_AT = 10
     with open_backends(BackendConfig(home=sys.argv[1])) as b:
         svc = MemoryService(b.store, None)
         scans = []
@@ -383,7 +383,7 @@ async def test_the_async_store_the_graph_runs_on_persists_under_the_home(tmp_pat
 
     home = tmp_path / "ahome"
     async with aopen_backends(BackendConfig(home=str(home))) as b:
-        files = changelog.snapshot_store(b.store)
+        files = changes.snapshot_store(b.store)
         assert isinstance(files, SnapshotFiles)
         assert Path(files.directory) == (home / "lexical").resolve()
         svc = MemoryService(b.store, None)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 from memory.lifecycle import Policy
-from memory.records import Source
 from memory.service import MemoryService
+from memory.store.records import Source
 
 T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
 
@@ -62,7 +62,7 @@ def test_near_equal_unordered_contradictions_form_a_conflict(service: MemoryServ
     hits = service.search("u", "where do I live", k=1)
     # Asking for one still brings both sides of the conflict.
     assert {h.record.content for h in hits} == {"User lives in Berlin.", "User lives in Paris."}
-    from memory.block import format_block
+    from memory.recall.block import format_block
 
     block = format_block([h.record for h in hits])
     assert block.count("CONFLICTS") == 2

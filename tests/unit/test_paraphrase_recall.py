@@ -117,8 +117,8 @@ def rates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[
     """Measure each table on its own service, so neither can shift the other's figures."""
     from langgraph.store.memory import InMemoryStore
 
-    from memory.embeddings import make_embedder
-    from memory.index import ChromaIndex
+    from memory.index.chroma import ChromaIndex
+    from memory.index.embeddings import make_embedder
     from memory.service import MemoryService
 
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -137,7 +137,7 @@ def rates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[
 
 # Measured when the table was written (bundled encoder, the ranking of the time): zh top3
 # 0.45 with 0.475 distractors per question, en top3 0.10 with 0.0: raw turns came back only
-# on a shared word. With the episode floor and the margins of `memory.retrieval`
+# on a shared word. With the episode floor and the margins of `memory.recall.ranking`
 # (LANGUAGE_TUNING): zh 0.975 with 0.45, en 0.975 with 0.025. The margins were calibrated on
 # this table (the loosest that stay under DISTRACTOR_CEILING), and so was the English episode
 # floor (LoCoMo's cross-validation is flat in it), so these figures are in-sample.

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memory.privacy import cn_id_ok, describe, find_sensitive, luhn_ok, redact
+from memory.privacy.screen import cn_id_ok, describe, find_sensitive, luhn_ok, redact
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.privacy import LABELS, describe, find_sensitive, hk_id_ok, redact, tw_id_ok
+from memory.privacy.screen import LABELS, describe, find_sensitive, hk_id_ok, redact, tw_id_ok
 
 # (text, kind, a piece of the value that must not survive redaction)
 POSITIVE = [

@@ -22,7 +22,7 @@ from langgraph.store.memory import InMemoryStore
 from openai_stub import OpenAIStub
 
 from agent.cli import main
-from memory.index import ChromaIndex
+from memory.index.chroma import ChromaIndex
 from memory.service import MemoryService
 
 REPO = Path(__file__).resolve().parents[2]

@@ -52,7 +52,7 @@ def add_a_node(fork: Path) -> None:
 def add_a_kind(fork: Path) -> None:
     (row,) = [b.split("\n", 1)[1] for b in blocks("Add a kind of memory")]
     table = "KINDS: Mapping[str, KindSpec] = MappingProxyType(\n    {\n"
-    edit(fork / "memory" / "records.py", table, f"{table}        {row}\n")
+    edit(fork / "memory" / "store" / "records.py", table, f"{table}        {row}\n")
     (text,) = blocks("Add a kind of memory", "text")
     en, zh = text.splitlines()[1:]
     for lang, new in (("en", en), ("zh", zh)):

@@ -1,6 +1,6 @@
 import pytest
 
-from memory.records import InvalidUserId, MemoryRecord, check_user_id, namespace, user_key
+from memory.store.records import InvalidUserId, MemoryRecord, check_user_id, namespace, user_key
 
 
 @pytest.mark.parametrize("uid", ["alice", "小王", "user_42", "a-b", "team:alice", "bob+test@corp"])

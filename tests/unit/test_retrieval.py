@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory import retrieval
-from memory.lexical import BM25_B, BM25_K1, BM25Index, stem, tokenize
-from memory.records import MemoryRecord, Source
-from memory.retrieval import (
+from memory.dates.grammar import find_window
+from memory.lexical.bm25 import BM25_B, BM25_K1, BM25Index, stem, tokenize
+from memory.lexical.snapshot import LexicalIndexes, OrderedRecords, record_fields
+from memory.recall import ranking
+from memory.recall.ranking import (
     RankConfig,
     cut_to_budget,
     dedupe,
@@ -24,8 +25,7 @@ from memory.retrieval import (
     smooth_with_context,
     window_weight,
 )
-from memory.snapshots import LexicalIndexes, OrderedRecords, record_fields
-from memory.timeparse import find_window
+from memory.store.records import MemoryRecord, Source
 
 REPO = Path(__file__).resolve().parents[2]
 LOCOMO = REPO / "../shared/data/locomo/locomo10_dev.json"
@@ -169,7 +169,7 @@ def test_ordered_records_read_ranges_in_key_order() -> None:
 
 
 def test_relevance_floor_is_a_per_embedder_table() -> None:
-    assert relevance_floor("local") == retrieval.RELEVANCE_FLOORS["local"] > 0
+    assert relevance_floor("local") == ranking.RELEVANCE_FLOORS["local"] > 0
     assert relevance_floor("openai:unknown-model") == 0.0
     assert relevance_floor(None) == 0.0
 
@@ -272,7 +272,7 @@ def test_recency_decay_per_kind() -> None:
 # --- time windows -----------------------------------------------------------------------------
 
 
-def _days(w: retrieval.TimeWindow) -> tuple[date, date]:
+def _days(w: ranking.TimeWindow) -> tuple[date, date]:
     return w.start.date(), (w.end - timedelta(days=1)).date()
 
 
@@ -347,7 +347,7 @@ def test_cut_to_budget_keeps_the_best_that_fit() -> None:
     kept = cut_to_budget(ranked, records, 40)
     assert [i for i, _ in kept] == ["a", "b"]
     assert cut_to_budget(ranked, records, 5) == []
-    assert 10 <= retrieval.estimate_tokens("abcd" * 10) <= 12
+    assert 10 <= ranking.estimate_tokens("abcd" * 10) <= 12
 
 
 # --- the benchmark on a tiny slice ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Ranking knobs that depend on the encoder and on the query's language (`memory.retrieval`).
+"""Ranking knobs that depend on the encoder and on the query's language (`memory.recall.ranking`).
 
 A Chinese question rarely shares a word with the turn that answers it, so raw turns must be
 able to come back on dense similarity alone (the episode floor), while a margin to the best
@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory import retrieval
-from memory.retrieval import RankConfig, is_chinese, rank, tuned
+from memory.recall import ranking
+from memory.recall.ranking import RankConfig, is_chinese, rank, tuned
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -41,16 +41,16 @@ def test_query_language(query: str, chinese: bool) -> None:
 def test_tuning_is_looked_up_per_encoder_and_language_and_explicit_values_win() -> None:
     zh, en = tuned(RankConfig(), "我在哪里工作"), tuned(RankConfig(), "where do I work")
     assert (zh.language, en.language) == ("zh", "en")
-    table = retrieval.LANGUAGE_TUNING
+    table = ranking.LANGUAGE_TUNING
     assert zh.dense_weight == table["local", "zh"]["dense_weight"] > en.dense_weight
-    assert en.relevance_floor == retrieval.RELEVANCE_FLOORS["local"]
+    assert en.relevance_floor == ranking.RELEVANCE_FLOORS["local"]
     e5 = tuned(RankConfig(embedder="local-e5"), "我在哪里工作")
     assert e5.relevance_floor == table["local-e5", "zh"]["relevance_floor"] > 0.5
     # A set value beats the table; an unknown encoder gets the safe defaults.
     assert tuned(RankConfig(dense_weight=0.7), "我在哪里工作").dense_weight == 0.7
     other = tuned(RankConfig(embedder="openai:x"), "我在哪里工作")
     assert other.relevance_floor == 0.0 and math.isinf(other.episode_floor)
-    assert math.isinf(other.dense_margin) and other.dense_weight == retrieval.DEFAULT_DENSE_WEIGHT
+    assert math.isinf(other.dense_margin) and other.dense_weight == ranking.DEFAULT_DENSE_WEIGHT
 
 
 def test_a_raw_turn_without_shared_words_needs_the_episode_floor() -> None:

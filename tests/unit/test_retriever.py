@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from langchain_core.runnables import RunnableLambda
 
-from memory.records import InvalidUserId
 from memory.service import MemoryService
+from memory.store.records import InvalidUserId
 
 
 def test_retriever_ranks_as_search_and_reads_the_store(service: MemoryService) -> None:

@@ -1,4 +1,4 @@
-"""The index layout that scales with users, on embedded Chroma (`memory.chroma_layout`).
+"""The index layout that scales with users, on embedded Chroma (`memory.index.layout`).
 
 Small users share shard collections; a user over `promote_at` vectors moves to a collection
 of their own; per-user collections of the earlier layout move into shards on open. These
@@ -21,13 +21,13 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.store.memory import InMemoryStore
 from scale_checks import leaks, readable_vectors, same_shard_user
 
-from memory import chroma_files
 from memory.backends import BackendConfig, open_backends
-from memory.chroma_layout import is_own_name, shard_entry_id
-from memory.embeddings import make_embedder
-from memory.index import ChromaIndex, IndexHit, fingerprint, index_text
-from memory.records import user_key
+from memory.index import files as chroma_files
+from memory.index.chroma import ChromaIndex, IndexHit, fingerprint, index_text
+from memory.index.embeddings import make_embedder
+from memory.index.layout import is_own_name, shard_entry_id
 from memory.service import MemoryService
+from memory.store.records import user_key
 
 SENTENCES = [
     "User keeps bees on the roof of the library.",

@@ -4,12 +4,12 @@ import pytest
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
-from memory.changelog import CHANGE_LOG_KEYS
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
-from memory.index import ChromaIndex
-from memory.records import InvalidUserId, MemoryRecord, Source
+from memory.index.chroma import ChromaIndex
+from memory.lexical.changes import CHANGE_LOG_KEYS
+from memory.lexical.snapshot import LexicalIndexes
 from memory.service import MemoryNotFound, MemoryService
-from memory.snapshots import LexicalIndexes
+from memory.store.records import InvalidUserId, MemoryRecord, Source
 
 
 def contents(hits) -> list[str]:
@@ -272,7 +272,7 @@ def test_a_save_during_a_first_search_is_never_lost_from_the_snapshot() -> None:
     # writer saves and applies its write, then the reader installs its older snapshot.
     import threading
 
-    from memory.recall import pin as _pin
+    from memory.recall.search import pin as _pin
 
     scanned, applied, installed = threading.Event(), threading.Event(), threading.Event()
 

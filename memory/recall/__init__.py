@@ -1,0 +1,1 @@
+"""Recall and ranking: one user's memories relevant to a query, best first, and the memory block."""

@@ -1,0 +1,237 @@
+"""Recall: one user's memories relevant to a query, best first.
+
+Hybrid recall: BM25 over the user's lexical snapshot (`memory.lexical.changes`) fused with Chroma
+similarity and ranked by `memory.recall.ranking`; every result is re-read from the store before
+it is returned, and a few "core" memories always worth knowing are pinned alongside.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from langgraph.store.base import BaseStore, PutOp
+
+from memory.index.chroma import ChromaIndex, IndexUnavailable
+from memory.index.embeddings import embed_queries
+from memory.lexical.changes import LexicalSnapshots
+from memory.lexical.snapshot import UserIndex
+from memory.lifecycle import Policy
+from memory.recall import ranking
+from memory.store.locks import UserLocks
+from memory.store.reads import StoreReader
+from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
+
+log = logging.getLogger(__name__)
+CANDIDATES = 200
+"""How many candidates each of the lexical and the dense index is asked for."""
+PINNED = 4
+"""At most this many core memories are added to what a query recalls."""
+CORE_SUBJECTS = ("profile.", "diet.", "health.")
+IMMINENT = timedelta(days=14)
+
+
+def pin(record: MemoryRecord) -> tuple[str, float] | None:
+    """Place memories that may be worth knowing in any conversation with the user.
+
+    Dated events, by date (core from the day before to `IMMINENT` days ahead), and
+    profile, diet and health memories, newest first (always core).
+    """
+    if KINDS[record.kind].pins and record.valid_from is not None:
+        return "event", record.valid_from.timestamp()
+    if record.subject.startswith(CORE_SUBJECTS):
+        return "core", -record.updated_at.timestamp()
+    return None
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A memory returned by search, with its score and why it was returned."""
+
+    record: MemoryRecord
+    score: float
+    why: str = "relevant"
+    """`relevant` (ranked for the query), `core` (always worth knowing) or `conflict`
+    (the other side of a conflicting note that was recalled)."""
+
+
+def drop_restated_turns(
+    ranked: list[tuple[str, float]],
+    live: dict[str, MemoryRecord],
+    lexical: list[tuple[str, float]],
+    pinned: list[MemoryRecord],
+    k: int,
+) -> list[tuple[str, float]]:
+    """Drop raw turns, recalled on meaning alone, whose own extraction is recalled too.
+
+    "I live in Oslo." next to "User lives in Oslo." (extracted from that very message, so
+    its source is that one message) only repeats it; a turn that matched the query's words
+    is kept, since it may say more than was extracted.
+    """
+    shown = [live[i] for i, _ in ranked[:k]] + pinned
+    typed = [r for r in shown if r.kind != "episode"]
+    # A memory linked to its statement restates that statement alone; one from before
+    # statements existed restates its whole message.
+    said = {sid for r in typed for sid in r.source.statement_ids}
+    messages = {
+        r.source.message_ids[0]
+        for r in typed
+        if not r.source.statement_ids and len(r.source.message_ids) == 1
+    }
+    if not said and not messages:
+        return ranked
+    matched = {i for i, s in lexical if s > 0}
+
+    def restated(turn: MemoryRecord) -> bool:
+        if turn.id in said:
+            return True
+        ids = set(turn.source.message_ids)
+        return bool(ids) and ids <= messages
+
+    return [
+        (i, s)
+        for i, s in ranked
+        if live[i].kind != "episode" or i in matched or not restated(live[i])
+    ]
+
+
+class Recall:
+    """Searches one store's memories for one agent, and counts what was recalled."""
+
+    def __init__(
+        self,
+        store: BaseStore,
+        index: ChromaIndex | None,
+        reader: StoreReader,
+        snapshots: LexicalSnapshots,
+        locks: UserLocks,
+        policy: Policy,
+    ) -> None:
+        """Create the recall of a store.
+
+        Args:
+            store: The source of truth; recall counts are written to it.
+            index: The Chroma index; None (or one that is down) recalls by words only.
+            reader: Reads records back from the store, and says what the agent may read.
+            snapshots: The users' lexical snapshots.
+            locks: Snapshot updates are made under the user's lock.
+            policy: Its decay half-lives rank the results.
+        """
+        self.store = store
+        self.index = index
+        self.reader = reader
+        self.snapshots = snapshots
+        self.locks = locks
+        self.policy = policy
+
+    def search(self, user_id: UserId, query: str, k: int, now: datetime) -> list[Recalled]:
+        """Return up to `k` ranked memories plus up to `PINNED` core ones.
+
+        See `MemoryService.search`.
+        """
+        if k <= 0:
+            return []
+        snap = self.snapshots.current(user_id, now)
+        records = snap.records
+        lexical = snap.bm25.search(query, CANDIDATES) if query.strip() else []
+        dense: list[tuple[str, float]] = []
+        if self.index is not None and query.strip():
+            try:
+                vector = embed_queries(self.index.embedder, [query])[0]
+                hits = self.index.query(user_id, vector, CANDIDATES)
+                dense = [(h.id, h.similarity) for h in hits]
+                missing = [(h.kind, h.id) for h in hits if h.id not in records]
+                if missing:  # written elsewhere and not (yet) in the change log we read
+                    with self.locks.local(user_id):
+                        found = self.reader.get_many(user_id, missing).values()
+                        usable = {r.id: r for r in found if r.is_recallable(now)}
+                        records.update(usable)
+                        self.snapshots.lexical.upsert(user_id, usable.values())
+            except IndexUnavailable as exc:
+                log.warning("index unavailable, recalling by words only: %s", exc)
+        # Only candidates and core memories are looked at: the cost of a query must not
+        # grow with every memory the user has.
+        candidates = {i for i, _ in dense} | {i for i, _ in lexical}
+        live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
+        # Raw conversation turns come back when their words match, or above the episode
+        # floor of the encoder and the query's language (`ranking.episode_floor`).
+        ranked = ranking.rank(
+            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10
+        )
+        pinned = self._pinned(snap, now)
+        ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
+        # The lexical snapshot may be stale: the store has the last word.
+        wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
+        fresh = self.reader.get_many(user_id, wanted)
+        gone = [i for _, i in wanted if i not in fresh or not fresh[i].is_recallable(now)]
+        if gone:
+            with self.locks.local(user_id):
+                self.snapshots.lexical.remove(user_id, gone)
+        out = self._finish(
+            user_id,
+            [Recalled(fresh[i], s) for i, s in ranked if i in fresh and i not in gone],
+            k,
+        )
+        have = {r.record.id for r in out}
+        extra = [r for r in pinned if r.id in fresh and r.id not in gone and r.id not in have]
+        may_read = self.reader.may_read
+        out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if may_read(r)][:PINNED]
+        return out
+
+    def mark_recalled(
+        self, user_id: UserId, recalled: Iterable[tuple[str, str]], now: datetime
+    ) -> None:
+        """Count a recall of each `(kind, id)`; call it under the user's write lock."""
+        records = self.reader.get_many(user_id, dict.fromkeys(recalled))
+        for rec in records.values():
+            rec.hits += 1
+            rec.last_recalled_at = now
+        self.store.batch(
+            [PutOp(namespace(user_id, r.kind), r.id, r.to_store()) for r in records.values()]
+        )
+
+    def _pinned(self, snap: UserIndex, now: datetime) -> list[MemoryRecord]:
+        """Return the newest core memories (see `pin`) that can be shown, plus spares.
+
+        The spares stand in for any that the store re-check drops.
+        """
+        want = PINNED * 2
+        found: list[MemoryRecord] = []
+        if "core" in snap.pinned:
+            for rec in snap.pinned["core"].between():
+                if rec.is_recallable(now):
+                    found.append(rec)
+                    if len(found) == want:
+                        break
+        if "event" in snap.pinned:
+            soon = snap.pinned["event"].between(
+                (now - timedelta(days=1)).timestamp(), (now + IMMINENT).timestamp()
+            )
+            found += [r for r in soon if r.is_recallable(now)]
+        return heapq.nlargest(want, found, key=lambda r: r.updated_at)
+
+    def _rank_config(self) -> ranking.RankConfig:
+        return ranking.RankConfig(
+            embedder=self.index.embedder.spec if self.index is not None else "local",
+            half_life_days=self.policy.half_life_days,
+        )
+
+    def _finish(self, user_id: UserId, ranked: list[Recalled], k: int) -> list[Recalled]:
+        """Drop unreadable ones and duplicates, cut to k, pull in the other side of conflicts."""
+        out: list[Recalled] = []
+        seen: set[str] = set()
+        for r in (r for r in ranked if self.reader.may_read(r.record)):
+            key = normalize_text(r.record.content)
+            if key not in seen and len(out) < k:
+                seen.add(key)
+                out.append(r)
+        groups = {r.record.conflict_group for r in out if r.record.conflict_group}
+        if groups:
+            have = {r.record.id for r in out}
+            for rec in self.reader.visible(user_id):
+                if rec.conflict_group in groups and rec.id not in have:
+                    out.append(Recalled(rec, 0.0, "conflict"))
+        return out

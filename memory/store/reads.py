@@ -1,0 +1,147 @@
+"""Reading memory records from the store: by key, by user, and as one agent may see them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
+
+from memory.access import AccessPolicy, can_read
+from memory.store.records import (
+    KINDS,
+    NAMESPACE_ROOT,
+    REPAIR_ROOT,
+    TURN_SUBJECT,
+    Kind,
+    MemoryRecord,
+    UserId,
+    namespace,
+    utcnow,
+)
+from memory.text.phrases import key_phrase, states
+
+PAGE = 500
+SCAN_PAGE = 50_000
+
+
+class MemoryNotFound(KeyError):
+    """No memory with that id exists for that user."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class StoreReader:
+    """Reads one store's memory records, and filters them by what one agent may read."""
+
+    def __init__(self, store: BaseStore, agent_id: str, access: AccessPolicy | None) -> None:
+        """Create a reader.
+
+        Args:
+            store: The source of truth.
+            agent_id: The agent whose reads `may_read` judges.
+            access: Which memories that agent may read; None lets it read everything.
+        """
+        self.store = store
+        self.agent_id = agent_id
+        self.access = access
+
+    def may_read(self, rec: MemoryRecord) -> bool:
+        """Return True if this reader's agent may read a memory (see `memory.access`)."""
+        return can_read(self.access, self.agent_id, rec)
+
+    def get(self, user_id: UserId, memory_id: str) -> MemoryRecord:
+        """Return one memory of a user that the agent may read, whatever its status.
+
+        Raises:
+            MemoryNotFound: If the user has no such memory.
+        """
+        found = self.get_many(user_id, [(kind, memory_id) for kind in KINDS])
+        for rec in found.values():
+            if self.may_read(rec):
+                return rec
+        raise MemoryNotFound(f"user {user_id!r} has no memory {memory_id!r}")
+
+    def get_many(self, user_id: UserId, keys: Iterable[tuple[str, str]]) -> dict[str, MemoryRecord]:
+        """Read records by (kind, id) in one store round trip; absent ones are left out."""
+        wanted = [(kind, key) for kind, key in keys if kind in KINDS]
+        items = self.store.batch([GetOp(namespace(user_id, kind), key) for kind, key in wanted])
+        out: dict[str, MemoryRecord] = {}
+        for item in items:
+            if isinstance(item, Item):
+                rec = MemoryRecord.from_store(item.value)
+                if rec.user_id == user_id:
+                    out[rec.id] = rec
+        return out
+
+    def scan(
+        self, user_id: UserId, *, include_inactive: bool = False, kind: Kind | None = None
+    ) -> list[MemoryRecord]:
+        """Return a user's memories, newest first, whatever the access policy says."""
+        now = utcnow()
+        # Large pages: each page re-sorts the whole namespace in the store; reading
+        # 100k memories 5,000 at a time took 7.9 s, in one query 1 s.
+        found = self._items(namespace(user_id, kind), SCAN_PAGE)
+        records = (MemoryRecord.from_store(i.value) for i in found)
+        out = [r for r in records if include_inactive or r.is_recallable(now)]
+        out.sort(key=lambda r: r.updated_at, reverse=True)
+        return out
+
+    def with_subject(self, user_id: UserId, kind: Kind, subject: str) -> list[MemoryRecord]:
+        """Return every memory of one kind with one subject (e.g. a thread's raw turns).
+
+        A filter on the subject, which the store answers from its subject index.
+        """
+        found = self._items(namespace(user_id, kind), PAGE, {"subject": subject})
+        return [MemoryRecord.from_store(i.value) for i in found]
+
+    def _items(
+        self, ns: tuple[str, ...], page: int, where: dict[str, Any] | None = None
+    ) -> Iterator[Item]:
+        """Yield every item under `ns` (matching `where`), one store search per page."""
+        offset = 0
+        while True:
+            items = self.store.search(ns, filter=where, limit=page, offset=offset)
+            yield from items
+            if len(items) < page:
+                return
+            offset += page
+
+    def visible(
+        self,
+        user_id: UserId,
+        include_inactive: bool = False,
+        kind: Kind | None = None,
+        include_turns: bool = False,
+    ) -> list[MemoryRecord]:
+        """Return a user's memories that the agent may read, newest first (`MemoryService.list`)."""
+        records = self.scan(user_id, include_inactive=include_inactive, kind=kind)
+        return [
+            r
+            for r in records
+            if self.may_read(r) and (include_turns or not r.subject.startswith(TURN_SUBJECT))
+        ]
+
+    def unforgotten(self, user_id: UserId, texts: Iterable[str]) -> list[str]:
+        """Return the texts that state nothing this user asked to forget."""
+        found = self.store.batch(
+            [SearchOp(namespace(user_id, k), {"status": "forgotten"}, limit=PAGE) for k in KINDS]
+        )
+        items = [i for page in found if isinstance(page, list) for i in page if isinstance(i, Item)]
+        phrases = [key_phrase(MemoryRecord.from_store(item.value)) for item in items]
+        phrases = [p for p in phrases if p]
+        return [t for t in texts if not any(states(t, p) for p in phrases)]
+
+    def items(self, ns: tuple[str, ...]) -> list[Item]:
+        """Return every item directly in a namespace (not in the ones below it)."""
+        return [i for i in self._items(ns, PAGE) if tuple(i.namespace) == ns]
+
+    def users(self, *, with_repairs: bool = False) -> list[str]:
+        """Return every user that has memories in the store (and, if asked, repairs owed)."""
+        roots = (NAMESPACE_ROOT, REPAIR_ROOT) if with_repairs else (NAMESPACE_ROOT,)
+        found: set[str] = set()
+        for root in roots:
+            spaces = self.store.list_namespaces(prefix=(root,), max_depth=2, limit=100_000)
+            found |= {ns[1] for ns in spaces if len(ns) >= 2}
+        return sorted(found)

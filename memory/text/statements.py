@@ -1,0 +1,93 @@
+"""What a user says, as statements: the unit that is archived, screened, scoped and forgotten.
+
+A message often says several things ("I live in Berlin and I'm vegetarian", 我对花生过敏，
+现在在杭州当护士). Forgetting, superseding, refusing or scoping one of them must not touch
+the others, so the gate (`memory.turn`) splits every user message into statements first.
+
+Splitting is by exact form only: sentence punctuation, Chinese clause commas, and an English
+"and"/"but" that starts a new clause with its own subject ("… and I'm …"). It never splits
+inside a number, an e-mail address or a list ("Python and Go" stays one statement).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from memory.store.records import UserId, stable_id
+from memory.text.language import HAN
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
+# A Chinese comma separates clauses; an enumeration comma (、) does not.
+_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w])[，,](?=[{HAN}])")
+_EN_CLAUSE = re.compile(
+    r",?\s+(?:and|but|while|whereas)\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b)"
+    r"|,\s+(?=(?:I|I'm|I've|my)\s)",
+)
+MIN_CHARS = 4
+"""A piece shorter than this (a bare time, "下周五", "OK") joins the statement after it."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One thing a user said.
+
+    Attributes:
+        id: Stable id of the statement (its raw archive item uses it as record id).
+        message_id: The message it was said in.
+        position: Its place in that message, from 0.
+        text: What was said, as said (not yet screened).
+    """
+
+    id: str
+    message_id: str
+    position: int
+    text: str
+
+
+def split_text(text: str) -> list[str]:
+    """Return the statements of a message's text, in order: exact, stripped pieces of it.
+
+    Example:
+        `split_text("I live in Berlin and I'm vegetarian.")` →
+        `["I live in Berlin", "I'm vegetarian."]`
+    """
+    seps = sorted(
+        (m.start(), m.end())
+        for pattern in (_SENTENCE_END, _ZH_CLAUSE, _EN_CLAUSE)
+        for m in pattern.finditer(text)
+    )
+    spans: list[list[int]] = []
+    at = 0
+    for a, b in seps:
+        if a >= at:
+            spans.append([at, a])
+            at = b
+    spans.append([at, len(text)])
+    merged: list[list[int]] = []
+    for span in (s for s in spans if _core(text[s[0] : s[1]])):
+        if merged and len(_core(text[merged[-1][0] : merged[-1][1]])) < MIN_CHARS:
+            merged[-1][1] = span[1]  # too short to stand alone: it belongs to what follows
+        else:
+            merged.append(span)
+    if len(merged) > 1 and len(_core(text[merged[-1][0] : merged[-1][1]])) < MIN_CHARS:
+        last = merged.pop()
+        merged[-1][1] = last[1]
+    return [text[a:b].strip() for a, b in merged]
+
+
+def _core(piece: str) -> str:
+    return piece.strip(" \t\n.,!?;:，。！？；、")
+
+
+def split_message(user_id: UserId, thread_id: str, message_id: str, text: str) -> list[Statement]:
+    """Return a message's statements with their stable ids.
+
+    The first statement of a message keeps the id the whole message had as a raw turn
+    before statements existed, so a replay writes nothing twice.
+    """
+    out = []
+    for i, said in enumerate(split_text(text)):
+        parts = (thread_id, message_id) if i == 0 else (thread_id, message_id, str(i))
+        out.append(Statement(stable_id(user_id, "turn", *parts), message_id, i, said))
+    return out
