@@ -21,10 +21,8 @@ from agent import __version__
 
 if TYPE_CHECKING:
     from graphs.settings import Settings
-    from memory.backends import Backends
+    from memory import Backends, MemoryRecord, MemoryService
     from memory.progress import Progress
-    from memory.service import MemoryService
-    from memory.store.records import MemoryRecord
 
 # Everything else is imported where a command needs it: `memory-agent --help` must not pay
 # for the graph, the store and Chroma.
@@ -42,11 +40,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Return what a command may fail with that the user can act on (exit 2, one line)."""
     from graphs.messages import InvalidMessage
     from graphs.model_errors import ModelUnavailable
-    from memory.access import AccessDenied
-    from memory.backends import BackendUnavailable
+    from memory import AccessDenied, BackendUnavailable, InvalidUserId, MemoryNotFound
     from memory.index.chroma import IndexMismatch, IndexUnavailable
-    from memory.service import MemoryNotFound
-    from memory.store.records import InvalidUserId
 
     return (
         AccessDenied,
@@ -67,7 +62,7 @@ def turn_errors() -> tuple[type[BaseException], ...]:
 
     The chat goes on after it (ContextOverflow and InvalidMessage are ValueErrors).
     """
-    from memory.store.locks import WriterLockTimeout
+    from memory import WriterLockTimeout
 
     return (*user_errors(), WriterLockTimeout)
 
@@ -270,7 +265,7 @@ def _print_records(records: list[MemoryRecord], as_json: bool) -> None:
 
 
 def _service(b: Backends, settings: Settings) -> MemoryService:
-    from graphs.settings import open_service
+    from memory import open_service
 
     return open_service(settings, b.store, b.index, checkpointer=b.checkpointer)
 
@@ -288,7 +283,7 @@ def _reading_service(settings: Settings) -> Iterator[MemoryService]:
     a warning says what is broken and the read goes on (search by words only).
     """
     from agent.faults import storage_fault
-    from graphs.settings import open_service
+    from memory import open_service
     from memory.backends import open_backends, open_store
 
     stack = contextlib.ExitStack()
@@ -362,7 +357,7 @@ def _progress_bar(args: argparse.Namespace) -> Iterator[Progress | None]:
 
 
 def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.backends import open_backends
+    from memory import open_backends
     from memory.progress import prefixed
     from memory.service import ConsolidationReport
 
@@ -391,8 +386,7 @@ def _consolidate(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _memories(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.backends import open_backends
-    from memory.store.records import check_user_id
+    from memory import check_user_id, open_backends
 
     user = check_user_id(args.user)
     if args.action in READ_ACTIONS:
@@ -584,7 +578,7 @@ async def _chat_loop(args: argparse.Namespace, settings: Settings) -> int:
     from graphs.messages import InvalidMessage, check_message
     from graphs.model_errors import ModelUnavailable
     from graphs.models import OFFLINE_NOTICE
-    from memory.store.records import check_user_id
+    from memory import check_user_id
 
     user = check_user_id(args.user)
     thread = args.thread or f"{user}-{uuid.uuid4().hex[:8]}"
@@ -686,7 +680,7 @@ async def _kept_note(session: Any, thread: str, text: str) -> str:
 
 
 async def _setup(settings: Settings) -> int:
-    from memory.backends import aopen_backends
+    from memory import aopen_backends
 
     async with aopen_backends(settings.backend, setup=True):
         pass
@@ -753,7 +747,7 @@ def _run(args: argparse.Namespace, settings: Settings) -> int:
 
         return inspect_command.run(args, settings)
     if args.command == "reindex":
-        from memory.backends import open_backends
+        from memory import open_backends
 
         with open_backends(settings.backend) as b, _progress_bar(args) as progress:
             done: dict[str, Any] = _service(b, settings).reindex(args.user, progress=progress)

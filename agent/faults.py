@@ -12,7 +12,7 @@ import os
 import sqlite3
 
 from graphs.model_errors import raised_in
-from memory.backends import BackendConfig
+from memory import BackendConfig
 
 DISK_ERRNOS = {
     errno.ENOSPC: "the disk is full: free some space and try again",

@@ -24,10 +24,9 @@ from langgraph.graph.state import CompiledStateGraph
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.messages import pending_messages
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
 from graphs.state import InputState, State
-from memory.backends import Backends, aopen_backends, aprune_history
-from memory.service import MemoryService
+from memory import Backends, MemoryService, aopen_backends, aprune_history, open_service
 
 log = logging.getLogger(__name__)
 

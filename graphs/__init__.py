@@ -16,6 +16,7 @@ Example:
 from graphs.builder import make_builder
 from graphs.context import Context
 from graphs.memory_agent import build_graph, make_deps
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
+from memory import open_service
 
 __all__ = ["Context", "Settings", "build_graph", "make_builder", "make_deps", "open_service"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from langgraph.runtime import get_runtime
 
-from memory.store.records import InvalidUserId, UserId, check_user_id
+from memory import InvalidUserId, UserId, check_user_id
 
 
 @dataclass(kw_only=True)

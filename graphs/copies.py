@@ -22,8 +22,8 @@ from langchain_core.messages import (
 )
 
 from graphs.tools import SEARCH_MEMORY
+from memory import ThreadCuts
 from memory.summary import ThreadSummary
-from memory.turn import ThreadCuts
 
 SEARCH_EXPIRED = (
     "[a memory search of an earlier turn: search again if needed]",
@@ -101,10 +101,7 @@ def rewrite(state: dict[str, Any], cuts: ThreadCuts, turn_start: int, zh: bool) 
     out["memory_block"] = "\n".join(cuts.items(block.split("\n"), screen=False))
     out["recalled"] = [r for r in state.get("recalled", []) if cuts.items([r["content"]])]
     if state.get("summary"):
-        summary = ThreadSummary.model_validate(state["summary"])
-        fields = ("goals", "constraints", "decisions", "open_items", "facts")
-        kept = {f: cuts.items(getattr(summary, f)) for f in fields}
-        out["summary"] = summary.model_copy(update=kept).model_dump()
+        out["summary"] = cuts.summary(ThreadSummary.model_validate(state["summary"])).model_dump()
     if state.get("working"):
         working = {k: v for k, v in cuts.value(state["working"], zh).items() if v not in ("", [])}
         out["working"] = working or None

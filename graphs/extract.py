@@ -10,9 +10,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 import prompts
 from graphs.messages import text_of
+from memory import Recalled
 from memory.extraction import Extraction, coerce_extraction, salvage_json
 from memory.recall.block import quote
-from memory.recall.search import Recalled
 
 log = logging.getLogger(__name__)
 EXTRACTION_SCHEMA = Extraction.model_json_schema()

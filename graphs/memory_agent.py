@@ -23,8 +23,8 @@ from graphs.nodes import AgentDeps
 from graphs.settings import Settings
 from graphs.state import InputState, State
 from graphs.tools import TOOLS
+from memory import ChromaIndex
 from memory.backends import open_index
-from memory.index.chroma import ChromaIndex
 
 
 def make_deps(

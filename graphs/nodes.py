@@ -40,7 +40,7 @@ from graphs.messages import (
 )
 from graphs.model_errors import model_call, no_answer
 from graphs.models import ainvoke_structured
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
 from graphs.state import State
 from graphs.summarize import summarize_thread
 from graphs.tools import (
@@ -57,13 +57,11 @@ from graphs.window import (
     system_message,
     tokens,
 )
+from memory import ChromaIndex, MemoryService, Said, open_service
 from memory.backends import ensure_postgres_indexes
 from memory.extraction import Extraction, coerce_extraction
-from memory.index.chroma import ChromaIndex
 from memory.recall.block import format_block
-from memory.service import MemoryService
-from memory.text.language import Lang, language_of
-from memory.turn import Said
+from memory.text import Lang, language_of
 
 log = logging.getLogger(__name__)
 MAX_TOOL_ROUNDS = 2

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
-from memory.dates.grammar import find_date, is_date_phrase, statement_lean
+from memory.dates import find_date, is_date_phrase, statement_lean
 from memory.dates.recurring import recurring_fact
 from memory.extraction import (
     MAX_CANDIDATES,
@@ -29,6 +29,7 @@ from memory.extraction import (
 )
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
+from memory.text.statements import split_text
 from memory.understanding import FAMILY_PREFIX, RECORD_KIND, Reading, read_utterances
 
 QUESTION_CONFIDENCE = 0.5
@@ -598,8 +599,9 @@ _OPEN = re.compile(
 
 
 def _summary_sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?。！？；;\n])\s*", text)
-    return [" ".join(p.split())[:MAX_ITEM_CHARS] for p in parts if p.strip()]
+    # The statements the gate splits a message into: an item is then one statement, word
+    # for word, so forgetting it cuts exactly that item.
+    return [" ".join(p.split())[:MAX_ITEM_CHARS] for p in split_text(text)]
 
 
 def extractive_summary(user_texts: Iterable[str], previous: ThreadSummary | None) -> ThreadSummary:

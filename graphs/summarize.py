@@ -21,14 +21,16 @@ from graphs.extract import structured
 from graphs.messages import one_line, summarized_ids, text_of
 from graphs.models import ainvoke_structured
 from graphs.window import _turns as _split_turns
+from memory import MemoryService
 from memory.extraction import asks_to_forget, has_cjk
-from memory.privacy.screen import redact
-from memory.service import MemoryService
-from memory.store.records import Source
+from memory.privacy import redact
+from memory.store.records import Source, check_user_id
 from memory.summary import ThreadSummary
+from memory.summary import attribute as attribute_summary
 from memory.summary import merge as merge_summary
 from memory.summary import render as render_summary
 from memory.summary import screen as screen_summary
+from memory.text.statements import split_message
 
 log = logging.getLogger(__name__)
 SUMMARY_SCHEMA = ThreadSummary.model_json_schema()
@@ -69,11 +71,20 @@ async def summarize_thread(
         out = await ainvoke_structured(
             runnable, [SystemMessage(prompts.render("summary", lang)), HumanMessage(transcript)]
         )
-        summary = merge_summary(previous, ThreadSummary.model_validate(structured(out)))
+        # Where an item came from is found here, never taken from the model's word.
+        new = ThreadSummary.model_validate(structured(out)).model_copy(update={"sources": {}})
+        summary = merge_summary(previous, new)
         summary = screen_summary(summary, lambda items: [redact(i) for i in items])
         summary = await asyncio.to_thread(
             screen_summary, summary, lambda items: service.unforgotten(user, items)
         )
+        said_in = [
+            (st.id, st.text)
+            for m in older
+            if isinstance(m, HumanMessage) and m.id
+            for st in split_message(check_user_id(user), thread_id, m.id, text_of(m))
+        ]
+        summary = attribute_summary(summary, said_in)
     except Exception as exc:  # the raw history stays; the next turn tries again
         log.warning("summarizing failed, the raw history is kept: %s", exc)
         return {}

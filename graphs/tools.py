@@ -18,9 +18,9 @@ from langgraph.prebuilt import InjectedState, ToolRuntime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
-from memory.privacy.screen import redact
+from memory import MemoryRecord
+from memory.privacy import redact
 from memory.recall.block import format_block, quote
-from memory.store.records import MemoryRecord
 
 
 def _description(schema: type[BaseModel]) -> str:

@@ -45,8 +45,7 @@ from graphs.messages import text_of
 from graphs.nodes import AgentDeps
 from graphs.settings import Settings
 from graphs.state import InputState, State
-from memory.access import AccessPolicy
-from memory.index.chroma import ChromaIndex
+from memory import AccessPolicy, ChromaIndex
 
 PRE_SALES = "pre-sales"
 AFTER_SALES = "after-sales"

@@ -22,7 +22,7 @@ from graphs.state import State
 from graphs.tools import render_working_memory
 from memory.summary import ThreadSummary
 from memory.summary import render as render_summary
-from memory.text.tokens import count_message_tokens
+from memory.text import count_message_tokens
 
 ANSWER_RESERVE_TOKENS = 1024
 SYSTEM_PROMPT_RESERVE_TOKENS = 2048

@@ -4,10 +4,11 @@ What an app needs to use the memory service without the graph.
 
 Example:
     ```python
-    from memory import BackendConfig, MemoryService, open_backends
+    from memory import MemorySettings, open_backends, open_service
 
-    with open_backends(BackendConfig(home=".memory-agent")) as backends:
-        service = MemoryService(backends.store, backends.index)
+    settings = MemorySettings.from_env()  # MEMORY_AGENT_HOME, DATABASE_URL, ... or defaults
+    with open_backends(settings.backend) as backends:
+        service = open_service(settings, backends.store, backends.index)
         service.add("alice", "User is allergic to peanuts.", subject="health.allergy")
         for hit in service.search("alice", "what can't I eat?"):
             print(round(hit.score, 2), hit.why, hit.record.content)
@@ -27,6 +28,7 @@ from memory.index.chroma import ChromaIndex, IndexUnavailable
 from memory.recall.retriever import MemoryRetriever
 from memory.recall.search import Recalled
 from memory.service import MemoryService
+from memory.settings import MemorySettings, open_service
 from memory.store.locks import WriterLockTimeout
 from memory.store.reads import MemoryNotFound
 from memory.store.records import InvalidUserId, MemoryRecord, UserId, check_user_id
@@ -46,6 +48,7 @@ __all__ = [
     "MemoryRecord",
     "MemoryRetriever",
     "MemoryService",
+    "MemorySettings",
     "PolicyError",
     "Recalled",
     "Said",
@@ -59,4 +62,5 @@ __all__ = [
     "aprune_history",
     "check_user_id",
     "open_backends",
+    "open_service",
 ]

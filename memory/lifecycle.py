@@ -24,6 +24,7 @@ from memory.store.records import (
     stable_id,
     turn_ids,
 )
+from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
 
@@ -318,6 +319,37 @@ def negation_targets(phrase: str, records: list[MemoryRecord]) -> list[MemoryRec
 def is_summary(record: MemoryRecord) -> bool:
     """Return True for an archived thread summary."""
     return record.kind == "episode" and record.source.via == "summary"
+
+
+_ITEM = re.compile(r"(?:^|\s)-\s")
+"""Where an item of a rendered summary starts (stored content may be one line)."""
+
+
+def cut_summary(
+    summary: MemoryRecord, phrases: Sequence[Phrase], gone: Sequence[str], now: datetime
+) -> Change | None:
+    """Cut what was forgotten from an archived thread summary, line by line.
+
+    A line goes if it states a forgotten phrase, or comes from a forgotten statement
+    (`gone`, their texts) however the summarizer worded it (`memory.summary.came_from`).
+
+    Returns:
+        The change (the summary edited, or forgotten if no item is left), or None.
+    """
+    lines = summary.content.split("\n")
+    kept = [
+        ln
+        for ln in lines
+        if not any(states(ln, p) for p in phrases)
+        and not any(came_from(item, said) for item in _ITEM.split(ln)[1:] for said in gone)
+    ]
+    if len(kept) == len(lines):
+        return None
+    if not any(ln.startswith("- ") for ln in kept):
+        return forget(summary, now, "forgotten with what it said")
+    summary.content = "\n".join(kept)
+    summary.updated_at = now
+    return Change("edited", summary, note="summary without what was forgotten")
 
 
 def is_deictic(query: str) -> bool:

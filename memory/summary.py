@@ -2,17 +2,25 @@
 
 A summary keeps what must survive trimming: the user's goals, hard constraints ("don't …",
 "不要 …"), decisions and open items. It changes what the model sees; the thread itself stays
-whole in the checkpointer.
+whole in the checkpointer. Each item knows the statements it came from (`sources`), so what
+a user forgets leaves the summary item by item, however the summarizer worded it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
+
+from memory.lexical.bm25 import tokenize
 
 MAX_ITEMS = 12
 MAX_ITEM_CHARS = 300
+ITEM_FIELDS = ("goals", "constraints", "decisions", "open_items", "facts")
+"""The lists of a summary, in the order they are shown."""
+SOURCE_OVERLAP = 0.6
+"""Share of a statement's words an item must hold to count as coming from it."""
 
 
 class ThreadSummary(BaseModel):
@@ -26,6 +34,33 @@ class ThreadSummary(BaseModel):
     decisions: list[str] = Field(default_factory=list, description="What was decided.")
     open_items: list[str] = Field(default_factory=list, description="Questions or tasks left open.")
     facts: list[str] = Field(default_factory=list, description="Other details worth keeping.")
+    # Not asked of the model: filled in by `attribute` from the statements it summarized.
+    sources: SkipJsonSchema[dict[str, list[str]]] = Field(default_factory=dict)
+    """Each item's text → the ids of the statements it came from (`memory.text.statements`)."""
+
+    def items(self) -> list[str]:
+        """Return every item, list by list."""
+        return [item for f in ITEM_FIELDS for item in getattr(self, f)]
+
+    def rewritten(self, rewrite: Callable[[str, list[str]], str | None]) -> ThreadSummary:
+        """Return the summary with each item rewritten (None: dropped), sources kept along.
+
+        Args:
+            rewrite: Takes an item and its sources; returns the item's new text or None.
+        """
+        out = self.model_copy(deep=True)
+        out.sources = {}
+        for f in ITEM_FIELDS:
+            kept = []
+            for item in getattr(self, f):
+                said = self.sources.get(item, [])
+                new = rewrite(item, said)
+                if new:
+                    kept.append(new)
+                    if said:
+                        out.sources[new] = list(dict.fromkeys(out.sources.get(new, []) + said))
+            setattr(out, f, kept)
+        return out
 
 
 def add_item(items: list[str], sentence: str) -> None:
@@ -40,19 +75,67 @@ def merge(previous: ThreadSummary | None, new: ThreadSummary) -> ThreadSummary:
     if previous is None:
         return new
     out = previous.model_copy(deep=True)
-    for field in ("goals", "constraints", "decisions", "open_items", "facts"):
+    for field in ITEM_FIELDS:
         target: list[str] = getattr(out, field)
         for item in getattr(new, field):
-            add_item(target, " ".join(str(item).split())[:MAX_ITEM_CHARS])
+            text = " ".join(str(item).split())[:MAX_ITEM_CHARS]
+            add_item(target, text)
+            if new.sources.get(item):
+                out.sources[text] = list(
+                    dict.fromkeys(out.sources.get(text, []) + new.sources[item])
+                )
+    live = set(out.items())
+    out.sources = {item: ids for item, ids in out.sources.items() if item in live}
     return out
 
 
 def screen(summary: ThreadSummary, keep: Callable[[list[str]], list[str]]) -> ThreadSummary:
-    """Return the summary with each list passed through `keep` (e.g. to drop forgotten items)."""
+    """Return the summary with each item passed through `keep` (e.g. to drop forgotten items).
+
+    `keep` takes and returns a list, so it may be a batch check; an item it drops (an empty
+    list back) is gone, one it rewrites keeps its sources.
+    """
+    return summary.rewritten(lambda item, _: next(iter(keep([item])), None))
+
+
+def attribute(summary: ThreadSummary, statements: Sequence[tuple[str, str]]) -> ThreadSummary:
+    """Return the summary with each item's sources: the statements it came from.
+
+    An item comes from a statement it quotes, or one most of whose words it holds (a
+    summarizer rewords); items that already know their sources keep them.
+
+    Args:
+        summary: The summary to attribute.
+        statements: `(id, text)` of each statement the summarized messages hold.
+    """
     out = summary.model_copy(deep=True)
-    for field in ("goals", "constraints", "decisions", "open_items", "facts"):
-        setattr(out, field, keep(list(getattr(out, field))))
+    for item in summary.items():
+        if not out.sources.get(item):
+            found = [sid for sid, text in statements if came_from(item, text)]
+            if found:
+                out.sources[item] = found
     return out
+
+
+def came_from(item: str, statement: str) -> bool:
+    """Return True if a summary item comes from a statement: quotes it, or holds most of it.
+
+    A summarizer rewords ("I want to surprise Lena with a trip to Kyoto" → "Goal: a Kyoto
+    trip as a surprise for Lena"); the statement's words are what stays.
+    """
+    if statement in item or item in statement:
+        return True
+    theirs = set(tokenize(statement))
+    return bool(theirs) and len(set(tokenize(item)) & theirs) >= SOURCE_OVERLAP * len(theirs)
+
+
+def without(summary: ThreadSummary, gone: Collection[str]) -> ThreadSummary:
+    """Return the summary without the items that came only from statements in `gone`."""
+    if not gone:
+        return summary
+    return summary.rewritten(
+        lambda item, said: None if said and all(sid in gone for sid in said) else item
+    )
 
 
 def render(summary: ThreadSummary, covered: int, zh: bool = False) -> str:

@@ -25,6 +25,7 @@ from memory.privacy.screen import describe as describe_withheld
 from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
 from memory.store.records import Source, UserId, is_raw_turn
+from memory.summary import ThreadSummary, without
 from memory.text.phrases import Phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
 
@@ -65,11 +66,14 @@ class ThreadCuts:
             one is cut too, in any channel.
         redact: Sensitive values of this turn's copies are redacted (the policy's
             `redact_thread`, and something sensitive was said).
+        statement_ids: Ids of the forgotten statements: a summary item that came from
+            them goes, however it was worded.
     """
 
     statements: list[str] = field(default_factory=list)
     phrases: list[Phrase] = field(default_factory=list)
     redact: bool = False
+    statement_ids: frozenset[str] = frozenset()
 
     @property
     def forgets(self) -> bool:
@@ -114,6 +118,23 @@ class ThreadCuts:
                 text = str(item) if len(kept) == len(split_text(str(item))) else " ".join(kept)
                 out.append(redact(text) if screen and self.redact else text)
         return out
+
+    def summary(self, summary: ThreadSummary) -> ThreadSummary:
+        """Return a thread summary without what was forgotten, item by item.
+
+        An item is cut statement by statement as `items` does; one that came from a
+        forgotten statement and still reads the same (the summarizer reworded it) goes.
+        """
+
+        def cut(item: str, said: list[str]) -> str | None:
+            kept = self.items([item])
+            if not kept:
+                return None
+            if kept[0] == item and any(sid in self.statement_ids for sid in said):
+                return None
+            return kept[0]
+
+        return without(summary, self.statement_ids).rewritten(cut)
 
     def value(self, value: Any, zh: bool, *, screen: bool = True) -> Any:
         """Return a JSON-like value (tool-call arguments, working memory) rewritten."""
@@ -195,7 +216,10 @@ def cuts_of(changes: Sequence[Change], extraction: Extraction, redact_thread: bo
     if forgotten:
         phrases += [forget_phrase(q)[0] for q in asked]
     return ThreadCuts(
-        statements=statements, phrases=[p for p in phrases if p], redact=redact_thread
+        statements=statements,
+        phrases=[p for p in phrases if p],
+        redact=redact_thread,
+        statement_ids=frozenset(r.id for r in forgotten if is_raw_turn(r)),
     )
 
 

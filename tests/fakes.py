@@ -59,6 +59,10 @@ class ThreadFakeModel(BaseChatModel):
 
     plan_every: int = 0
     fail_summary: bool = False
+    reword: dict[str, str] = Field(default_factory=dict)
+    """Summary items said otherwise, as a real summarizer words them (item -> its rewording)."""
+    claim_sources: dict[str, list[str]] = Field(default_factory=dict)
+    """`sources` the summarizer makes up: they must not be trusted."""
     chat_inputs: list[list[BaseMessage]] = Field(default_factory=list)
     turns: int = 0
 
@@ -81,7 +85,11 @@ class ThreadFakeModel(BaseChatModel):
             if self.fail_summary:
                 raise RuntimeError("summary model is down")
             users = [ln[6:] for ln in str(last.content).splitlines() if ln.startswith("user: ")]
-            return _result(_tool("ThreadSummary", extractive_summary(users, None).model_dump()))
+            summary = extractive_summary(users, None).model_dump()
+            for key in ("goals", "constraints", "decisions", "open_items", "facts"):
+                summary[key] = [self.reword.get(item, item) for item in summary[key]]
+            summary["sources"] = self.claim_sources
+            return _result(_tool("ThreadSummary", summary))
         self.chat_inputs.append(list(messages))
         if isinstance(last, HumanMessage):
             self.turns += 1

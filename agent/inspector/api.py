@@ -17,9 +17,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agent.mcp.auth import Identity
-from memory.access import AccessDenied
-from memory.recall.search import Recalled
-from memory.service import MemoryNotFound, MemoryService
+from memory import AccessDenied, MemoryNotFound, MemoryService, Recalled
 from memory.store.records import MemoryRecord, is_raw_turn
 
 MAX_SEARCH_K = 50

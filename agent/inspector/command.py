@@ -14,13 +14,13 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory.store.records import check_user_id
+from memory import check_user_id
 
 if TYPE_CHECKING:
     # Imported when run: `memory-agent --help` must not load the MCP and web stacks.
     from agent.mcp.auth import Identity, TokenTable
     from graphs.settings import Settings
-    from memory.service import MemoryService
+    from memory import MemoryService
 
 DEFAULT_PORT = 8770
 
@@ -98,7 +98,7 @@ async def serve(config: InspectConfig, settings: Settings) -> None:
 
     from agent.inspector.app import PREFIX, bearer_tokens, build_app, one_user
     from agent.mcp.server import make_service
-    from memory.backends import aopen_backends
+    from memory import aopen_backends
 
     async with aopen_backends(settings.backend) as backends:
 

@@ -13,10 +13,9 @@ import threading
 from agent.inspector.app import bearer_tokens, build_app
 from agent.mcp.auth import Identity
 from agent.serve.tokens import server_tokens
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
+from memory import ChromaIndex, MemoryService, open_service
 from memory.backends import open_index
-from memory.index.chroma import ChromaIndex
-from memory.service import MemoryService
 
 settings = Settings.from_env()
 _lock = threading.Lock()

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory.store.records import InvalidUserId, check_user_id
+from memory import InvalidUserId, check_user_id
 
 ENV_USER = "MEMORY_AGENT_MCP_USER"
 """The user a stdio server serves when `--user` is not given."""

@@ -31,10 +31,15 @@ from agent.mcp.auth import (
     TokenTable,
 )
 from agent.mcp.tools import MemoryTools
-from graphs.settings import Settings, open_service
-from memory.backends import Backends, aopen_backends
-from memory.service import MemoryService
-from memory.store.records import InvalidUserId, check_user_id
+from graphs.settings import Settings
+from memory import (
+    Backends,
+    InvalidUserId,
+    MemoryService,
+    aopen_backends,
+    check_user_id,
+    open_service,
+)
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"

@@ -23,11 +23,9 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from agent.mcp.auth import ENV_USER, Identity, TokenTable, identity_of_request
-from memory.access import AccessDenied
-from memory.backends import BackendUnavailable
+from memory import AccessDenied, BackendUnavailable, MemoryNotFound, MemoryService
 from memory.index.chroma import IndexMismatch, IndexUnavailable
 from memory.lifecycle import Action
-from memory.service import MemoryNotFound, MemoryService
 from memory.store.records import (
     STATED_KINDS,
     InvalidUserId,

@@ -22,6 +22,7 @@ from memory.index.write_through import WriteThrough
 from memory.lifecycle import (
     Change,
     Policy,
+    cut_summary,
     forget,
     forget_phrase,
     forget_targets,
@@ -284,23 +285,21 @@ class MemoryWriter:
                     turn.updated_at = now
                     out.append(Change("superseded", turn, note="raw turn"))
         phrases = [p for p in (phrases or []) if p]
-        if phrases:
+        gone = [
+            c.record.content
+            for c in [*step, *out]
+            if c.action == "forgotten" and is_raw_turn(c.record)
+        ]
+        if phrases or gone:
             if records is None:
                 records = self.reader.scan(user_id, include_inactive=True, kind="episode")
             statuses = ("active",) if not hard else ("active", "forgotten", "superseded")
             summaries = [r for r in records if is_summary(r) and r.status in statuses]
             for summary in (r for r in summaries if r.id not in done):
-                lines = summary.content.split("\n")
-                kept = [ln for ln in lines if not any(states(ln, p) for p in phrases)]
-                if len(kept) == len(lines):
-                    continue
-                done.add(summary.id)
-                if not any(ln.startswith("- ") for ln in kept):
-                    out.append(forget(summary, now, "forgotten with what it said"))
-                    continue
-                summary.content = "\n".join(kept)
-                summary.updated_at = now
-                out.append(Change("edited", summary, note="summary without what was forgotten"))
+                change = cut_summary(summary, phrases, gone, now)
+                if change is not None:
+                    done.add(summary.id)
+                    out.append(change)
         out += self._cut_from_contexts(user_id, [*step, *out], phrases, records, done, hard, now)
         return out
 

@@ -320,7 +320,8 @@ async def test_the_inspector_in_the_langgraph_server(
 
 def _seed_home(home: Path) -> None:
     """Alice's and bob's memories written by the service itself, with provenance."""
-    from graphs.settings import Settings, open_service
+    from graphs.settings import Settings
+    from memory import open_service
     from memory.backends import BackendConfig, open_backends
     from memory.store.records import Source
 

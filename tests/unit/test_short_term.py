@@ -136,3 +136,38 @@ async def test_fixed_part_over_budget_is_a_clear_error(index) -> None:
                         context_tokens=1100), model=OfflineChatModel(), index=index)  # fmt: skip
     with pytest.raises(ContextOverflow, match="alone exceed"):
         await say(graph, "hello")
+
+
+async def test_a_reworded_summary_item_goes_with_the_statement_it_came_from(index) -> None:
+    # A real summarizer rewords: "Forget that I want ..." names the statement word for word,
+    # which the summary no longer holds. The item goes by the statement it came from.
+    said = "I want to surprise Lena with a trip to Kyoto."
+    model = ThreadFakeModel(
+        reword={said: "Goal: a Kyoto trip as a surprise for Lena"},
+        claim_sources={"Never tell Lena before the trip.": ["made-up-id"]},
+    )
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=BUDGET, model=model, index=index)
+    await say(graph, said)
+    await say(graph, "Never tell Lena before the trip.")
+    for i in range(25):
+        await say(graph, f"Another detail number {i} about the hotel and the train times.")
+    summary = (await graph.aget_state(cfg("t"))).values["summary"]
+    assert "Goal: a Kyoto trip as a surprise for Lena" in summary["goals"]
+    assert "made-up-id" not in str(summary["sources"])
+    await say(graph, "Forget that I want to surprise Lena with a trip to Kyoto.")
+    summary = (await graph.aget_state(cfg("t"))).values["summary"]
+    kept = [
+        item for key in ("goals", "constraints", "decisions", "open_items") for item in summary[key]
+    ]
+    assert not any("Kyoto" in item for item in kept), kept
+    assert "Never tell Lena before the trip." in kept
+    # The copy archived for other threads loses it too (the archived copy is one line:
+    # it goes whole, and the next summary archives the rest again).
+    archived = [
+        r.content for r in MemoryService(store, index).list("u", kind="episode")
+        if r.source.via == "summary"
+    ]  # fmt: skip
+    assert not any("Kyoto" in a for a in archived), archived
+    assert not [h for h in MemoryService(store, index).search("u", "Kyoto surprise trip")
+                if "Kyoto" in h.record.content]  # fmt: skip

@@ -15,8 +15,9 @@ from langgraph.store.memory import InMemoryStore
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.nodes import SEARCH_EXPIRED, AgentDeps, MemoryNodes
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
 from graphs.tools import NO_MATCH, SEARCH_MEMORY, TOOLS
+from memory import open_service
 from memory.lifecycle import Policy
 from memory.service import MemoryService
 

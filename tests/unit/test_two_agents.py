@@ -15,8 +15,9 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from graphs.context import Context
-from graphs.settings import Settings, open_service
+from graphs.settings import Settings
 from graphs.two_agents import AFTER_SALES, EXAMPLE_ACCESS, PRE_SALES, build_graph
+from memory import open_service
 from memory.access import AccessPolicy
 from memory.service import MemoryService
 
