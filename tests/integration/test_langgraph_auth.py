@@ -262,3 +262,34 @@ async def test_without_a_token_file_auth_is_off_and_the_context_names_the_user(
         assert "memories" in spaces
     inspector = httpx.get(f"{open_server[0]}/inspector/api/memories", timeout=10)
     assert inspector.status_code == 403 and "MEMORY_AGENT_TOKENS" in inspector.json()["error"]
+
+
+async def test_without_auth_another_users_thread_is_refused_at_the_door(
+    open_server: tuple[str, ServerProcess],
+) -> None:
+    async with _client(open_server, None) as lg:
+        tid = (await lg.threads.create())["thread_id"]
+        await lg.runs.wait(tid, GRAPH, input=_say("I live in Riga."), context={"user_id": "emil"})
+        before = await lg.threads.get_state(tid)
+        history = await lg.threads.get_history(tid, limit=100)
+
+        status, body = await _status(
+            lg.runs.wait(tid, GRAPH, input=_say("What do you know?"), context={"user_id": "finn"})
+        )
+        assert status == 403, body
+        assert "ThreadNotYours: thread" in body and "belongs to another user" in body, body
+        # Refused before the server wrote anything: the same state, no new checkpoint, no run.
+        after = await lg.threads.get_state(tid)
+        assert after["values"] == before["values"]
+        assert after["checkpoint"] == before["checkpoint"]
+        assert len(await lg.threads.get_history(tid, limit=100)) == len(history)
+        assert [r["status"] for r in await lg.runs.list(tid)] == ["success"]
+        assert (await lg.store.search_items(["memories", "finn"], limit=20))["items"] == []
+        # The owner goes on; a new thread is anyone's.
+        await lg.runs.wait(tid, GRAPH, input=_say("I work in Tartu."), context={"user_id": "emil"})
+        await _turn_as(lg, "finn", "I live in Oslo.")
+
+
+async def _turn_as(lg: LangGraphClient, user: str, text: str) -> None:
+    tid = (await lg.threads.create())["thread_id"]
+    await lg.runs.wait(tid, GRAPH, input=_say(text), context={"user_id": user})
