@@ -3,7 +3,7 @@
     python benchmarks/locomo_qa.py --model openai:gpt-4o-mini --judge openai:gpt-4o-mini
         [--base-url URL] [--api-key KEY] [--judge-base-url URL] [--judge-api-key KEY]
         [--data PATH] [--limit-conversations N] [--limit-questions N] [--k 8]
-        [--concurrency 4] [--out results.json] [--chart results.png]
+        [--concurrency 4] [--retries 2] [--timeout 60] [--out results.json] [--chart results.png]
         [--price-in USD] [--price-out USD] [--no-search-tool] [--dry-run-cost]
 
 Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
@@ -309,21 +309,26 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_model(
-    spec: str, key: str | None, base_url: str | None, retries: int, tools: list[Any] | None = None
+    spec: str,
+    key: str | None,
+    base_url: str | None,
+    retries: int,
+    tools: list[Any] | None = None,
+    timeout: float = 60.0,
 ) -> Any:
+    """Build a model as the agent does; `retries` and `timeout` are its client's.
+
+    One layer of retries: the OpenAI client's own (timeouts, connection errors, 408, 409,
+    429 and 5xx, with exponential backoff and `Retry-After`), as `MEMORY_AGENT_MODEL_RETRIES`
+    sets them for the agent; a bad request fails at once.
+    """
     from graphs.models import make_chat_model
-    from graphs.settings import Settings
+    from graphs.settings import ModelRequests, Settings
 
-    model = make_chat_model(spec, Settings(openai_api_key=key, openai_base_url=base_url))
-    if tools:
-        model = model.bind_tools(tools)
-    if retries <= 1:
-        return model
-    import openai
-
-    # Transient failures only (rate limits, connection, 5xx); a bad request fails at once.
-    transient = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
-    return model.with_retry(retry_if_exception_type=transient, stop_after_attempt=retries)
+    requests = ModelRequests(retries=retries, timeout=timeout)
+    settings = Settings(openai_api_key=key, openai_base_url=base_url, requests=requests)
+    model = make_chat_model(spec, settings)
+    return model.bind_tools(tools) if tools else model
 
 
 def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
@@ -634,7 +639,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="memories recalled per question (default: Settings.recall_k, 8)",
     )
     p.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
-    p.add_argument("--retries", type=int, default=2, help="attempts per call")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="retries of a call after its first attempt, by the OpenAI client (timeouts, "
+        "connection errors, 408, 409, 429, 5xx; backoff, Retry-After), as "
+        "MEMORY_AGENT_MODEL_RETRIES for the agent",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds one request may take before it is retried or fails (default 60, the "
+        "agent's MEMORY_AGENT_MODEL_TIMEOUT)",
+    )
     p.add_argument(
         "--price-in",
         type=float,
@@ -704,11 +723,13 @@ def main(argv: list[str] | None = None) -> int:
     model = judge = searching = None
     if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
         try:
-            model = make_model(args.model, args.api_key, args.base_url, args.retries)
+            model = make_model(args.model, args.api_key, args.base_url, args.retries,
+                               timeout=args.timeout)  # fmt: skip
             if not args.no_search_tool:
                 searching = make_model(args.model, args.api_key, args.base_url, args.retries,
-                                       tools=[SearchMemory])  # fmt: skip
-            judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries)
+                                       tools=[SearchMemory], timeout=args.timeout)  # fmt: skip
+            judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries,
+                               timeout=args.timeout)  # fmt: skip
         except ValueError as exc:
             print(f"locomo_qa.py: {exc} (or pass --api-key / --base-url; --dry-run-cost needs "
                   "neither)", file=sys.stderr)  # fmt: skip
