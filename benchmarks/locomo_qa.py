@@ -523,10 +523,12 @@ def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
     on, off, full = (systems[s] for s in SYSTEMS)
 
     def tok(s: dict[str, Any], key: str) -> float | None:
-        return s["prompt_tokens_per_question"].get(key)
+        value: float | None = s["prompt_tokens_per_question"].get(key)
+        return value
 
     def lat(s: dict[str, Any]) -> float | None:
-        return s["latency_ms"].get("median_ms")
+        value: float | None = s["latency_ms"].get("median_ms")
+        return value
 
     return {
         "memory_on_vs_full_history": {
