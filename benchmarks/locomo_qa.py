@@ -3,7 +3,8 @@
     python benchmarks/locomo_qa.py --model openai:gpt-4o-mini --judge openai:gpt-4o-mini
         [--base-url URL] [--api-key KEY] [--judge-base-url URL] [--judge-api-key KEY]
         [--data PATH] [--limit-conversations N] [--limit-questions N] [--k 8]
-        [--concurrency 4] [--retries 2] [--timeout 60] [--out results.json] [--chart results.png]
+        [--concurrency 4] [--retries 2] [--timeout 60] [--max-tokens 1024]
+        [--out results.json] [--chart results.png]
         [--price-in USD] [--price-out USD] [--no-search-tool] [--dry-run-cost]
 
 Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
@@ -315,8 +316,9 @@ def make_model(
     retries: int,
     tools: list[Any] | None = None,
     timeout: float = 60.0,
+    max_tokens: int | None = None,
 ) -> Any:
-    """Build a model as the agent does; `retries` and `timeout` are its client's.
+    """Build a model as the agent does; `retries`, `timeout`, `max_tokens` are its requests'.
 
     One layer of retries: the OpenAI client's own (timeouts, connection errors, 408, 409,
     429 and 5xx, with exponential backoff and `Retry-After`), as `MEMORY_AGENT_MODEL_RETRIES`
@@ -325,7 +327,8 @@ def make_model(
     from graphs.models import make_chat_model
     from graphs.settings import ModelRequests, Settings
 
-    requests = ModelRequests(retries=retries, timeout=timeout)
+    longest = max_tokens or ModelRequests.max_tokens
+    requests = ModelRequests(retries=retries, timeout=timeout, max_tokens=longest)
     settings = Settings(openai_api_key=key, openai_base_url=base_url, requests=requests)
     model = make_chat_model(spec, settings)
     return model.bind_tools(tools) if tools else model
@@ -657,6 +660,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "agent's MEMORY_AGENT_MODEL_TIMEOUT)",
     )
     p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="longest answer asked for (default 1024, the agent's MEMORY_AGENT_MAX_TOKENS)",
+    )
+    p.add_argument(
         "--price-in",
         type=float,
         default=0.15,
@@ -725,13 +734,13 @@ def main(argv: list[str] | None = None) -> int:
     model = judge = searching = None
     if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
         try:
-            model = make_model(args.model, args.api_key, args.base_url, args.retries,
-                               timeout=args.timeout)  # fmt: skip
+            limits = {"timeout": args.timeout, "max_tokens": args.max_tokens}
+            model = make_model(args.model, args.api_key, args.base_url, args.retries, **limits)
             if not args.no_search_tool:
                 searching = make_model(args.model, args.api_key, args.base_url, args.retries,
-                                       tools=[SearchMemory], timeout=args.timeout)  # fmt: skip
+                                       tools=[SearchMemory], **limits)  # fmt: skip
             judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries,
-                               timeout=args.timeout)  # fmt: skip
+                               **limits)  # fmt: skip
         except ValueError as exc:
             print(f"locomo_qa.py: {exc} (or pass --api-key / --base-url; --dry-run-cost needs "
                   "neither)", file=sys.stderr)  # fmt: skip
