@@ -17,8 +17,10 @@ ADD . /deps/main
 # -- Installing all local dependencies --
 RUN for dep in /deps/*; do             echo "Installing $dep";             if [ -d "$dep" ]; then                 echo "Installing $dep";                 (cd "$dep" && PYTHONDONTWRITEBYTECODE=1 uv pip install --system --no-cache-dir -c /api/constraints.txt -e .);             fi;         done
 # -- End of local dependencies install --
+ENV LANGGRAPH_STORE='{"index": {"embed": "/deps/main/agent/serve/embeddings.py:embeddings", "dims": 512, "fields": ["content"]}}'
 ENV LANGGRAPH_AUTH='{"path": "/deps/main/agent/serve/auth.py:auth", "disable_studio_auth": true}'
 ENV LANGGRAPH_HTTP='{"app": "/deps/main/agent/inspector/server.py:app"}'
+ENV LANGGRAPH_CHECKPOINTER='{"ttl": {"strategy": "delete", "default_ttl": 525600, "sweep_interval_minutes": 60}}'
 ENV LANGSERVE_GRAPHS='{"memory_agent": "/deps/main/agent/app.py:memory_agent", "two_agents": "/deps/main/agent/app.py:two_agents_graph"}'
 
 # -- Ensure user deps didn't inadvertently overwrite langgraph-api

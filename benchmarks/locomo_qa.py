@@ -3,7 +3,8 @@
     python benchmarks/locomo_qa.py --model openai:gpt-4o-mini --judge openai:gpt-4o-mini
         [--base-url URL] [--api-key KEY] [--judge-base-url URL] [--judge-api-key KEY]
         [--data PATH] [--limit-conversations N] [--limit-questions N] [--k 8]
-        [--concurrency 4] [--out results.json] [--chart results.png]
+        [--concurrency 4] [--retries 2] [--timeout 60] [--max-tokens 1024]
+        [--out results.json] [--chart results.png]
         [--price-in USD] [--price-out USD] [--no-search-tool] [--dry-run-cost]
 
 Any OpenAI-compatible chat model answers and any one judges (``openai:<name>`` specs, built
@@ -309,21 +310,28 @@ def estimate(items: list[Item], args: argparse.Namespace) -> dict[str, Any]:
 
 
 def make_model(
-    spec: str, key: str | None, base_url: str | None, retries: int, tools: list[Any] | None = None
+    spec: str,
+    key: str | None,
+    base_url: str | None,
+    retries: int,
+    tools: list[Any] | None = None,
+    timeout: float = 60.0,
+    max_tokens: int | None = None,
 ) -> Any:
+    """Build a model as the agent does; `retries`, `timeout`, `max_tokens` are its requests'.
+
+    One layer of retries: the OpenAI client's own (timeouts, connection errors, 408, 409,
+    429 and 5xx, with exponential backoff and `Retry-After`), as `MEMORY_AGENT_MODEL_RETRIES`
+    sets them for the agent; a bad request fails at once.
+    """
     from graphs.models import make_chat_model
-    from graphs.settings import Settings
+    from graphs.settings import ModelRequests, Settings
 
-    model = make_chat_model(spec, Settings(openai_api_key=key, openai_base_url=base_url))
-    if tools:
-        model = model.bind_tools(tools)
-    if retries <= 1:
-        return model
-    import openai
-
-    # Transient failures only (rate limits, connection, 5xx); a bad request fails at once.
-    transient = (openai.RateLimitError, openai.APIConnectionError, openai.InternalServerError)
-    return model.with_retry(retry_if_exception_type=transient, stop_after_attempt=retries)
+    longest = max_tokens or ModelRequests.max_tokens
+    requests = ModelRequests(retries=retries, timeout=timeout, max_tokens=longest)
+    settings = Settings(openai_api_key=key, openai_base_url=base_url, requests=requests)
+    model = make_chat_model(spec, settings)
+    return model.bind_tools(tools) if tools else model
 
 
 def call(model: Any, messages: list[BaseMessage]) -> dict[str, Any]:
@@ -518,10 +526,12 @@ def ratios(systems: dict[str, dict[str, Any]]) -> dict[str, Any]:
     on, off, full = (systems[s] for s in SYSTEMS)
 
     def tok(s: dict[str, Any], key: str) -> float | None:
-        return s["prompt_tokens_per_question"].get(key)
+        value: float | None = s["prompt_tokens_per_question"].get(key)
+        return value
 
     def lat(s: dict[str, Any]) -> float | None:
-        return s["latency_ms"].get("median_ms")
+        value: float | None = s["latency_ms"].get("median_ms")
+        return value
 
     return {
         "memory_on_vs_full_history": {
@@ -634,7 +644,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="memories recalled per question (default: Settings.recall_k, 8)",
     )
     p.add_argument("--concurrency", type=int, default=4, help="calls in flight at once")
-    p.add_argument("--retries", type=int, default=2, help="attempts per call")
+    p.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="retries of a call after its first attempt, by the OpenAI client (timeouts, "
+        "connection errors, 408, 409, 429, 5xx; backoff, Retry-After), as "
+        "MEMORY_AGENT_MODEL_RETRIES for the agent",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds one request may take before it is retried or fails (default 60, the "
+        "agent's MEMORY_AGENT_MODEL_TIMEOUT)",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help="longest answer asked for (default 1024, the agent's MEMORY_AGENT_MAX_TOKENS)",
+    )
     p.add_argument(
         "--price-in",
         type=float,
@@ -704,11 +734,13 @@ def main(argv: list[str] | None = None) -> int:
     model = judge = searching = None
     if not args.dry_run_cost:  # fail on a bad spec or a missing key before the long part
         try:
-            model = make_model(args.model, args.api_key, args.base_url, args.retries)
+            limits = {"timeout": args.timeout, "max_tokens": args.max_tokens}
+            model = make_model(args.model, args.api_key, args.base_url, args.retries, **limits)
             if not args.no_search_tool:
                 searching = make_model(args.model, args.api_key, args.base_url, args.retries,
-                                       tools=[SearchMemory])  # fmt: skip
-            judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries)
+                                       tools=[SearchMemory], **limits)  # fmt: skip
+            judge = make_model(args.judge, args.judge_api_key, args.judge_base_url, args.retries,
+                               **limits)  # fmt: skip
         except ValueError as exc:
             print(f"locomo_qa.py: {exc} (or pass --api-key / --base-url; --dry-run-cost needs "
                   "neither)", file=sys.stderr)  # fmt: skip

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.runtime import get_runtime
 
 from memory import InvalidUserId, UserId, check_user_id
+from memory.store import threads
 
 
 @dataclass(kw_only=True)
@@ -80,3 +82,30 @@ def user_of(context: Context | dict[str, Any] | None) -> UserId:
     else:
         raw = context.user_id
     return check_user_id(raw)
+
+
+class ThreadNotYours(threads.ThreadNotYours, RuntimeError):
+    """`memory.ThreadNotYours` as the graph raises it: a RuntimeError too, on purpose.
+
+    A LangGraph server sends a RuntimeError's message to the client and hides the message of
+    most other exception types (a PermissionError among them) as "An internal error
+    occurred"; so the SDK shows `ThreadNotYours: thread '...' belongs to another user: ...`.
+    It is still a `memory.ThreadNotYours` for apps that catch that.
+    """
+
+
+@contextlib.contextmanager
+def own_thread() -> Iterator[None]:
+    """Run a claim of the run's thread; another user's thread raises the graph's `ThreadNotYours`.
+
+    Raises:
+        ThreadNotYours: If another user owns the thread (the memory layer's refusal, kept
+            as its `__cause__`).
+
+    """
+    try:
+        yield
+    except threads.ThreadNotYours as exc:
+        if isinstance(exc, ThreadNotYours):
+            raise
+        raise ThreadNotYours(*exc.args) from exc

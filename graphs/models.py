@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import weakref
 from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+import httpx
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import Runnable
@@ -25,6 +29,43 @@ ModelProvider = Callable[[str, Settings], BaseChatModel]
 
 def _offline(name: str, settings: Settings) -> BaseChatModel:
     return OfflineChatModel()
+
+
+class PerLoopTransport(httpx.AsyncBaseTransport):
+    """An async HTTP transport with one connection pool per event loop.
+
+    langchain-openai shares one async HTTP client per base URL across the whole process, and
+    a pooled connection belongs to the event loop that opened it: after a first
+    `asyncio.run(...)` ends, the next one (a script calling it twice, a test per loop) finds
+    its connection's loop closed and fails with "Event loop is closed". Here each loop gets
+    a pool of its own, dropped with the loop.
+    """
+
+    def __init__(self) -> None:
+        """Start with no pools: each loop's opens on its first request."""
+        self._pools: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, httpx.AsyncHTTPTransport
+        ] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()  # loops may run in several threads
+
+    def _pool(self) -> httpx.AsyncHTTPTransport:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            pool = self._pools.get(loop)
+            if pool is None:
+                pool = self._pools[loop] = httpx.AsyncHTTPTransport()
+            return pool
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        """Send the request through the running loop's pool."""
+        return await self._pool().handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Close the running loop's pool (the others close with their loops)."""
+        with self._lock:
+            pool = self._pools.pop(asyncio.get_running_loop(), None)
+        if pool is not None:
+            await pool.aclose()
 
 
 def _openai(name: str, settings: Settings) -> BaseChatModel:
@@ -49,6 +90,8 @@ def _openai(name: str, settings: Settings) -> BaseChatModel:
         timeout=requests.timeout,
         # OpenAI-compatible servers speak chat completions, not the Responses API.
         use_responses_api=False if settings.openai_base_url else None,
+        # Its own async client, usable from any event loop (see PerLoopTransport).
+        http_async_client=httpx.AsyncClient(transport=PerLoopTransport()),
     )
 
 

@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 
 import prompts
 from graphs.background import schedule_flush
-from graphs.context import Context, user_of
+from graphs.context import Context, own_thread, user_of
 from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, rewrite, strangers
 
 __all__ = ["SEARCH_EXPIRED", "AgentDeps", "MemoryNodes"]
@@ -151,7 +151,8 @@ class MemoryNodes:
         k = (ctx.recall_k if isinstance(ctx, Context) else None) or self.deps.settings.recall_k
         now = turn_time(state)
         service = await self._service(runtime)
-        turn = await service.arecall_turn(user, _thread_id() or None, query, k, now=now)
+        with own_thread():
+            turn = await service.arecall_turn(user, _thread_id() or None, query, k, now=now)
         recalled = turn.recalled
         lang = language_of(text_of(latest))  # the turn's language, decided once
         return {
@@ -307,18 +308,19 @@ class MemoryNodes:
         before = [m for m in messages[:start] if isinstance(m, AIMessage) and m.name != "memory"]
         zh = _lang(state, mine) == "zh"
         service = await self._service(runtime)
-        outcome = await service.asave_turn(
-            user,
-            _thread_id() or None,
-            [Said(m.id or "", text_of(m)) for m in pending],
-            coerce_extraction(state.get("extraction") or {}),
-            earlier=[Said(m.id or "", text_of(m)) for m in earlier],
-            context=text_of(before[-1]) if before else "",
-            recalled=[(r["kind"], r["id"]) for r in state.get("recalled", [])],
-            said_at=turn_time(state),
-            zh=zh,
-            claim=bool(state.get("flush")),
-        )
+        with own_thread():
+            outcome = await service.asave_turn(
+                user,
+                _thread_id() or None,
+                [Said(m.id or "", text_of(m)) for m in pending],
+                coerce_extraction(state.get("extraction") or {}),
+                earlier=[Said(m.id or "", text_of(m)) for m in earlier],
+                context=text_of(before[-1]) if before else "",
+                recalled=[(r["kind"], r["id"]) for r in state.get("recalled", [])],
+                said_at=turn_time(state),
+                zh=zh,
+                claim=bool(state.get("flush")),
+            )
         update: dict[str, Any] = {
             "saved": outcome.saved,
             "extraction": Extraction().model_dump(),

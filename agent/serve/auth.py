@@ -16,6 +16,9 @@ run context, as `langgraph dev` always did. With a token file (the MCP server's 
 - the graph's nodes take the user from the authenticated identity
   (`graphs.context.user_of`).
 
+With auth off, one check still runs at the door: a run whose context names a user on a
+thread another user opened is 403 (`ThreadNotYours: ...`) before its input is written.
+
 A real identity provider plugs in at `authenticate`: return
 `{"identity": <user id>, "permissions": [SCOPE_READ, SCOPE_WRITE]}` for its token.
 """
@@ -24,11 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph_sdk import Auth
+from langgraph_sdk import Auth, get_client
 
 from agent.mcp.auth import SCOPE_READ, SCOPE_WRITE
 from agent.serve.tokens import Unauthorized, bearer_identity, server_tokens
-from memory.store.records import NAMESPACE_ROOT, namespace
+from memory import ThreadNotYours
+from memory.store.records import NAMESPACE_ROOT, namespace, thread_owners_namespace
 
 OWNER = "owner"
 """The metadata key of a thread's (or cron's) owner."""
@@ -87,17 +91,54 @@ def caller(ctx: Auth.types.AuthContext) -> str | None:
     return user.identity
 
 
-def _refuse_other_user(value: dict[str, Any], who: str) -> None:
-    """403 when a run's context or configurable names a user other than the caller."""
+def _named_users(value: dict[str, Any]) -> list[str]:
+    """Return the `user_id`s a run names, in its context first, then in its configurable."""
     kwargs = value.get("kwargs") or {}
     config = kwargs.get("config") or {}
+    named = []
     for where in (kwargs.get("context"), config.get("configurable")):
-        named = where.get("user_id") if isinstance(where, dict) else None
-        if named and named != who:
+        user = where.get("user_id") if isinstance(where, dict) else None
+        if isinstance(user, str) and user:
+            named.append(user)
+    return named
+
+
+def _refuse_other_user(value: dict[str, Any], who: str) -> None:
+    """403 when a run's context or configurable names a user other than the caller."""
+    for named in _named_users(value):
+        if named != who:
             raise Auth.exceptions.HTTPException(
                 status_code=403,
                 detail=f"the run names user_id {named!r}, but the token is {who!r}'s",
             )
+
+
+async def _refuse_claimed_thread(value: dict[str, Any]) -> None:
+    """Auth off: 403 for a run on a thread another user opened, before anything is written.
+
+    The graph would refuse it too (`load_memory`), but only after the server has written the
+    run's input into the thread. The owner is the project's own record (`thread_owners` in
+    the server's store), read through the in-process SDK client.
+
+    Raises:
+        Auth.exceptions.HTTPException: 403 `ThreadNotYours: ...` when the thread is another's.
+
+    """
+    thread_id = value.get("thread_id")
+    named = _named_users(value)
+    if thread_id is None or not named:
+        return  # a new thread, or no user: the graph decides (and says what is missing)
+    loopback = get_client(url=None)  # in process, past this auth: no request of its own
+    try:
+        item = await loopback.store.get_item(list(thread_owners_namespace()), str(thread_id))
+    finally:
+        await loopback.aclose()
+    owner = item["value"].get("user_id") if item else None
+    if owner is not None and owner != named[0]:
+        refusal = ThreadNotYours.of(str(thread_id))
+        raise Auth.exceptions.HTTPException(
+            status_code=403, detail=f"{type(refusal).__name__}: {refusal}"
+        )
 
 
 def _own(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] | None:
@@ -118,7 +159,13 @@ def _own(ctx: Auth.types.AuthContext, value: dict[str, Any]) -> dict[str, str] |
 
 @auth.on.threads
 async def on_threads(ctx: Auth.types.AuthContext, value: Any) -> dict[str, str] | None:
-    """Threads: create, read, update, delete, search and runs, by owner."""
+    """Threads: create, read, update, delete, search and runs, by owner.
+
+    With auth off nothing is filtered, but a run on a thread that another user opened is
+    still refused here, before the server writes its input into the thread.
+    """
+    if ctx.action == "create_run" and caller(ctx) is None:
+        await _refuse_claimed_thread(value)
     return _own(ctx, value)
 
 

@@ -31,6 +31,14 @@ CLAIM_KEY = "\x00thread-claims"
 class ThreadNotYours(AccessDenied):
     """A thread id that another user opened: its messages and memories are not this user's."""
 
+    @classmethod
+    def of(cls, thread_id: str) -> ThreadNotYours:
+        """Return the refusal of `thread_id`, in the words every caller shows."""
+        return cls(
+            f"thread {thread_id!r} belongs to another user: start a new thread "
+            "(the thread id is not yours to continue)"
+        )
+
 
 class ThreadRegistry:
     """The threads of one store's users, and who owns each."""
@@ -74,10 +82,7 @@ class ThreadRegistry:
         with self._locks.hold(CLAIM_KEY), self._file_lock():
             owner = self.owner(thread_id)
             if owner is not None and owner != user_id:
-                raise ThreadNotYours(
-                    f"thread {thread_id!r} belongs to another user: start a new thread "
-                    "(the thread id is not yours to continue)"
-                )
+                raise ThreadNotYours.of(thread_id)
             if len(self._seen) > CLAIM_MEMO_SIZE:
                 self._seen.clear()
             if owner is not None:

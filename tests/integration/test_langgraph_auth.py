@@ -244,8 +244,10 @@ async def test_the_inspector_route_serves_each_token_its_own_memories(
 
 @pytest.fixture(scope="module")
 def open_server(servers: Servers) -> Iterator[tuple[str, ServerProcess]]:
-    """The same `auth` and `http` keys with no token file: auth is off."""
-    yield servers.langgraph_dev("langgraph-open", GRAPH, keys=("auth", "http"))
+    """The repo's whole `langgraph.json` (auth, http, store, checkpointer), no token file:
+    auth is off."""
+    keys = ("auth", "http", "store", "checkpointer")
+    yield servers.langgraph_dev("langgraph-open", GRAPH, keys=keys)
 
 
 async def test_without_a_token_file_auth_is_off_and_the_context_names_the_user(
@@ -262,3 +264,57 @@ async def test_without_a_token_file_auth_is_off_and_the_context_names_the_user(
         assert "memories" in spaces
     inspector = httpx.get(f"{open_server[0]}/inspector/api/memories", timeout=10)
     assert inspector.status_code == 403 and "MEMORY_AGENT_TOKENS" in inspector.json()["error"]
+
+
+async def test_without_auth_another_users_thread_is_refused_at_the_door(
+    open_server: tuple[str, ServerProcess],
+) -> None:
+    async with _client(open_server, None) as lg:
+        tid = (await lg.threads.create())["thread_id"]
+        await lg.runs.wait(tid, GRAPH, input=_say("I live in Riga."), context={"user_id": "emil"})
+        before = await lg.threads.get_state(tid)
+        history = await lg.threads.get_history(tid, limit=100)
+
+        status, body = await _status(
+            lg.runs.wait(tid, GRAPH, input=_say("What do you know?"), context={"user_id": "finn"})
+        )
+        assert status == 403, body
+        assert "ThreadNotYours: thread" in body and "belongs to another user" in body, body
+        # Refused before the server wrote anything: the same state, no new checkpoint, no run.
+        after = await lg.threads.get_state(tid)
+        assert after["values"] == before["values"]
+        assert after["checkpoint"] == before["checkpoint"]
+        assert len(await lg.threads.get_history(tid, limit=100)) == len(history)
+        assert [r["status"] for r in await lg.runs.list(tid)] == ["success"]
+        assert (await lg.store.search_items(["memories", "finn"], limit=20))["items"] == []
+        # The owner goes on; a new thread is anyone's.
+        await lg.runs.wait(tid, GRAPH, input=_say("I work in Tartu."), context={"user_id": "emil"})
+        await _turn_as(lg, "finn", "I live in Oslo.")
+
+
+async def _turn_as(lg: LangGraphClient, user: str, text: str) -> None:
+    tid = (await lg.threads.create())["thread_id"]
+    await lg.runs.wait(tid, GRAPH, input=_say(text), context={"user_id": user})
+
+
+async def test_store_search_with_a_query_is_ranked_by_the_bundled_embedder(
+    open_server: tuple[str, ServerProcess],
+) -> None:
+    """`store.index` (the project's offline encoder): a query ranks, every item has a score."""
+    async with _client(open_server, None) as lg:
+        for text in ("I'm vegetarian.", "I live in Berlin.", "My sister is called Ines."):
+            await _turn_as(lg, "gail", text)
+        ns = ["memories", "gail"]
+        listed = (await lg.store.search_items(ns, limit=50))["items"]
+        assert listed and all(i["score"] is None for i in listed)  # no query: no ranking
+        for query, expected in (
+            ("which city is home", "Berlin"),
+            ("what does the user eat", "vegetarian"),
+            ("siblings", "Ines"),
+        ):
+            hits = (await lg.store.search_items(ns, query=query, limit=50))["items"]
+            assert len(hits) == len(listed)
+            assert all(isinstance(h["score"], float) for h in hits), hits
+            scores = [h["score"] for h in hits]
+            assert scores == sorted(scores, reverse=True)
+            assert expected in hits[0]["value"]["content"], [h["value"]["content"] for h in hits]

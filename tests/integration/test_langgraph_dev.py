@@ -128,6 +128,10 @@ async def test_another_users_thread_is_refused(client: LangGraphClient) -> None:
         tid, GRAPH, input=plan, context={"user_id": "intruder-b"}, raise_error=False
     )
     assert isinstance(out, dict) and out["__error__"]["error"] == "ThreadNotYours"
+    # The clear text, not the server's "An internal error occurred".
+    assert "belongs to another user" in out["__error__"]["message"], out
+    with pytest.raises(Exception, match="ThreadNotYours: thread .* belongs to another user"):
+        await client.runs.wait(tid, GRAPH, input=plan, context={"user_id": "intruder-b"})
     # Nothing of the owner's thread reached the intruder: no answer, no memory, no summary.
     values = (await client.threads.get_state(tid))["values"]
     assert isinstance(values, dict)

@@ -36,11 +36,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.append(str(REPO / "benchmarks"))
 import llama_server  # noqa: E402
 
-# One event loop for the module: langchain-openai shares one async HTTP client per base URL
-# and timeout across the process, and its pooled connections belong to the loop that opened
-# them (a per-test loop would find them closed).
+# Each async test runs in an event loop of its own, against one server: the model's async
+# client keeps a connection pool per loop (`graphs.models.PerLoopTransport`).
 pytestmark = pytest.mark.integration
-same_loop = pytest.mark.asyncio(loop_scope="module")
 
 USER = "alice"
 TURN_LIMIT_S = 600
@@ -126,7 +124,6 @@ def _assert_tool_calls_answered(messages: list[BaseMessage]) -> None:
             assert {c["id"] for c in m.tool_calls} <= results, "a tool call was left unanswered"
 
 
-@same_loop
 async def test_turns_through_the_graph_complete_and_store_only_valid_memories(
     real_model: Settings, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -159,7 +156,6 @@ async def test_turns_through_the_graph_complete_and_store_only_valid_memories(
         assert junk_reason(again) is None, record
 
 
-@same_loop
 async def test_an_extraction_cut_by_the_length_limit_still_ends_the_turn(
     real_model: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -177,7 +173,6 @@ async def test_an_extraction_cut_by_the_length_limit_still_ends_the_turn(
     assert "extraction failed" not in caplog.text
 
 
-@same_loop
 async def test_a_tool_call_is_run_or_dropped_and_the_turn_ends_in_words(
     real_model: Settings,
 ) -> None:

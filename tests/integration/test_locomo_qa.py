@@ -305,3 +305,21 @@ def test_searching_stops_after_the_graphs_rounds_and_every_call_counts(
     assert row["billed_prompt_tokens"] == row["prompt_tokens"]
     n = len(ANSWERABLE)
     assert result["cost"]["calls"]["answer"] == 3 * n + 2
+
+
+def test_a_call_is_retried_by_one_layer_only() -> None:
+    """`--retries N` is the OpenAI client's N retries after the first attempt, no more:
+    the benchmark once wrapped the client's own retries in retries of its own."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import locomo_qa
+
+    busy = Reply(status=429, error="slow down", headers={"retry-after-ms": "10"})
+    with OpenAIStub() as stub:
+        stub.script(busy, busy, busy)
+        model = locomo_qa.make_model("openai:m", "test", stub.base_url, retries=2)
+        out = locomo_qa.call(model, [locomo_qa.HumanMessage("hi")])
+        assert "RateLimitError" in out["error"]
+        assert len(stub.chat_requests()) == 3  # the first attempt and two retries
+        stub.clear()
+        stub.script(busy, "fine")
+        assert locomo_qa.call(model, [locomo_qa.HumanMessage("hi")])["text"] == "fine"

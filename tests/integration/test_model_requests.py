@@ -7,6 +7,7 @@ environment (`Settings.from_env`), as the CLI and `langgraph dev` read them.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -106,6 +107,30 @@ def test_a_request_that_times_out_is_sent_again(
     stub.script(Reply("too late", delay=2.0))
     with pytest.raises(openai.APITimeoutError):
         make_chat_model(settings.model, settings).invoke("hi")
+
+
+def test_one_model_answers_in_one_event_loop_after_another(
+    stub: OpenAIStub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script that calls `asyncio.run` twice: langchain-openai's shared async client kept
+    the first loop's connection and failed the second with "Event loop is closed"."""
+    settings = _env(monkeypatch, stub, tmp_path)
+    stub.script("first", "second", "third", Reply("streamed", chunk_size=3))
+    model = make_chat_model(settings.model, settings)
+    assert asyncio.run(model.ainvoke("hi")).content == "first"
+    assert asyncio.run(model.ainvoke("hi")).content == "second"
+    # Another model on the same endpoint, and a stream, in loops of their own.
+    assert asyncio.run(make_chat_model(settings.model, settings).ainvoke("hi")).content == "third"
+
+    async def stream() -> str:
+        return "".join([str(c.content) async for c in model.astream("hi")])
+
+    assert asyncio.run(stream()) == "streamed"
+    # The async client still applies the request timeout.
+    settings = _env(monkeypatch, stub, tmp_path, **_slow_server(retries=0))
+    stub.script(Reply("too late", delay=2.0))
+    with pytest.raises(openai.APITimeoutError):
+        asyncio.run(make_chat_model(settings.model, settings).ainvoke("hi"))
 
 
 async def test_a_turn_survives_a_rate_limit_on_each_call(

@@ -35,3 +35,9 @@ def test_the_dockerfile_serves_the_graphs_of_langgraph_json() -> None:
     assert served == expected
     for target in config["graphs"].values():
         assert (ROOT / target.split(":")[0]).is_file()
+    # The server's store index and thread TTL reach the image as the CLI hands them over.
+    for key, env in (("store", "LANGGRAPH_STORE"), ("checkpointer", "LANGGRAPH_CHECKPOINTER")):
+        found = re.search(rf"ENV {env}='(.+)'", dockerfile)
+        assert found, env
+        text = json.dumps(config[key]).replace('"./', '"/deps/main/')
+        assert json.loads(found.group(1)) == json.loads(text), env
