@@ -43,7 +43,7 @@ _OPENAI = {
 
 import _common  # noqa: E402, F401  (sets the offline environment, puts the repo on sys.path)
 from _common import finish, load_avg, log, output_args, start  # noqa: E402
-from _rules_baseline import rule_is_question  # noqa: E402
+from _rules_baseline import FIRST_PERSON, rule_is_question  # noqa: E402
 
 from graphs.offline import plan_update  # noqa: E402
 from graphs.offline_rules import _clauses, _from_rules, extract_rules  # noqa: E402
@@ -246,9 +246,10 @@ _STATES = ("remember", "update")
 def rules_check(items: Sequence[Utterance]) -> dict[str, Any]:
     """Score the phrasing rules the model's labels could replace, on `items`, per language.
 
-    * `memory.turn._FIRST_PERSON` ("a statement about the user", so "forget that" means it
-      before a request): against the gold "a statement to remember or an update", over the
-      sentences that do not ask, vs the model's reading of the same;
+    * the first-person pattern `memory.turn.latest_statements` used ("a statement about the
+      user", so "forget that" means it before a request; `_rules_baseline.FIRST_PERSON`),
+      against the gold "a statement to remember or an update", over the sentences that do
+      not ask, vs the model's reading, which replaced it;
     * `memory.lifecycle.is_clause` (a forget request names a statement, not a topic): no
       label says which, so how often the rule and the model (the span read as a statement)
       agree on the forget requests' spans;
@@ -257,13 +258,12 @@ def rules_check(items: Sequence[Utterance]) -> dict[str, Any]:
     """
     from memory.lifecycle import is_clause
     from memory.text.statements import split_text
-    from memory.turn import _FIRST_PERSON
 
     out: dict[str, Any] = {}
     for lang in ("en", "zh"):
         rows = [u for u in items if u.lang == lang and not asks_by_form(u.text)]
         gold = ["about" if u.intent in _STATES else "other" for u in rows]
-        rule = ["about" if _FIRST_PERSON.search(u.text) else "other" for u in rows]
+        rule = ["about" if FIRST_PERSON.search(u.text) else "other" for u in rows]
         model = [
             "about" if r.intent in _STATES else "other"
             for r in read_utterances([u.text for u in rows])
@@ -276,7 +276,9 @@ def rules_check(items: Sequence[Utterance]) -> dict[str, Any]:
             if (f := forget_span(s)) is not None and f.query not in ("that", "这个")
         ]
         span_reads = read_utterances(spans) if spans else []
-        agree = sum(is_clause(q) == (r.intent in _STATES) for q, r in zip(spans, span_reads, strict=True))
+        agree = sum(
+            is_clause(q) == (r.intent in _STATES) for q, r in zip(spans, span_reads, strict=True)
+        )
         part: dict[str, Any] = {
             "first_person": {
                 "n": len(rows),

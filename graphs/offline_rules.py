@@ -563,9 +563,7 @@ def _updates(cand: CandidateMemory, known: Sequence[tuple[str, str]]) -> Candida
     return cand.model_copy(update={"updates": event}) if event else cand
 
 
-def extract_rules(
-    text: str, now: datetime, known: Sequence[tuple[str, str]] = ()
-) -> Extraction:
+def extract_rules(text: str, now: datetime, known: Sequence[tuple[str, str]] = ()) -> Extraction:
     """Extract the statements of one user message, read by the understanding model.
 
     The model (`memory.understanding`) says what each sentence is: a statement (to remember

@@ -23,6 +23,7 @@ __all__ = [
     "SLOTS",
     "UPDATE_SUBJECT",
     "Reading",
+    "family_prefixes",
     "read_utterance",
     "read_utterances",
     "replaces_subject",
@@ -81,6 +82,15 @@ UPDATE_SUBJECT: dict[str, str] = {
 }
 """Where an update the model reads in a family is filed when no pattern typed it: the
 family's slot (a work update is most often a new employer: "跳槽了", "I've switched jobs")."""
+
+
+def family_prefixes(family: str) -> tuple[str, ...]:
+    """Return the subject prefixes what is said about a family is filed under."""
+    if family not in FAMILY_PREFIX:
+        return ()
+    prefix = FAMILY_PREFIX[family]
+    slots = [(subjects, remarks) for subjects, remarks in SLOTS.values() if prefix in subjects]
+    return tuple(dict.fromkeys([prefix, *(p for s, r in slots for p in (*s, *r))]))
 
 
 def _under(subject: str, prefix: str) -> bool:

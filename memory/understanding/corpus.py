@@ -71,9 +71,7 @@ def _header(line: str, where: str) -> tuple[str, str, str, str]:
     return intent, kind, family, "family" if target in FAMILIES and target != "none" else target
 
 
-def read_sources(
-    directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES
-) -> list[Utterance]:
+def read_sources(directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES) -> list[Utterance]:
     """Return every labelled utterance of the hand-written sources `names`, in file order."""
     out: list[Utterance] = []
     for name in names:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from _fresh_graph import load_fresh, run_fresh  # benchmarks/, on the path (conftest)
+
 from memory.understanding.corpus import TRAIN_ONLY, read_sources
 
 pytestmark = pytest.mark.integration

@@ -45,7 +45,9 @@ def test_a_new_employer_ends_the_old_whatever_words_it_was_filed_under(
     service: MemoryService,
 ) -> None:
     service.save("u", one("work.place", "用户在华为工作。"), said())
-    service.save("u", one("work.im_employed_by_fabrikam", "User said: I'm employed by Fab."), said())
+    service.save(
+        "u", one("work.im_employed_by_fabrikam", "User said: I'm employed by Fab."), said()
+    )
     service.save("u", one("work.role", "User works as a radiographer."), said())
     changes = service.save("u", one("work.company", "User works at Contoso.", 0.8), said(1))
     assert sorted(c.action for c in changes) == ["added", "superseded", "superseded"]
@@ -54,7 +56,9 @@ def test_a_new_employer_ends_the_old_whatever_words_it_was_filed_under(
 
 
 def test_a_move_ends_what_was_said_about_the_old_home(service: MemoryService) -> None:
-    service.save("u", one("home.rent_a_flat_in_leiden", "User said: I rent a flat in Leiden."), said())
+    service.save(
+        "u", one("home.rent_a_flat_in_leiden", "User said: I rent a flat in Leiden."), said()
+    )
     service.save("u", one("likes.cycling", "User likes cycling."), said())
     service.save("u", one("profile.city", "User lives in Haarlem.", 0.8), said(1))
     assert active(service, "u") == ["User likes cycling.", "User lives in Haarlem."]
@@ -69,7 +73,10 @@ def test_a_remark_about_home_ends_no_other_remark() -> None:
 
 
 def test_a_correction_is_one_statement_filed_under_its_slot() -> None:
-    for text, subject in (("Sorry, I'm 39, not 38.", "profile.age"), ("不好意思，我是39，不是38。", "profile.age")):
+    for text, subject in (
+        ("Sorry, I'm 39, not 38.", "profile.age"),
+        ("不好意思，我是39，不是38。", "profile.age"),
+    ):
         got = extract_rules(text, T0).memories
         assert [m.subject for m in got] == [subject], got
         assert "39" in got[0].content and "38" in got[0].content
@@ -81,8 +88,14 @@ def test_an_update_the_patterns_miss_is_filed_under_its_familys_slot() -> None:
         got = _from_reading("These days I'm with Vandelay", reading, T0)
         assert got is not None and got.subject == subject
     # a remark that is no update stays a remark of its family
-    remark = _from_reading("I like my job a lot", Reading("remember", "fact", "work", "family", 0.9), T0)
-    assert remark is not None and remark.subject.startswith("work.") and remark.subject != "work.company"
+    remark = _from_reading(
+        "I like my job a lot", Reading("remember", "fact", "work", "family", 0.9), T0
+    )
+    assert (
+        remark is not None
+        and remark.subject.startswith("work.")
+        and remark.subject != "work.company"
+    )
 
 
 def test_a_forget_about_a_relative_reaches_what_is_filed_about_them() -> None:
