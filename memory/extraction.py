@@ -19,7 +19,6 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from memory.store.records import Kind, clean_text, kinds_help
 from memory.text.language import HAN, HAN_CHAR, has_han
 from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
-from memory.understanding.model import load_model
 
 log = logging.getLogger(__name__)
 
@@ -481,6 +480,11 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     return None
 
 
+SPAN_FORGET_FLOOR = 0.1
+"""The model's forget probability a sentence worded as a request ("Please forget that …",
+"不要再提熊猫了") needs; without such wording it needs the model's own threshold."""
+
+
 def forget_requests(sentence: str) -> list[ForgetRequest]:
     """Return the forget request a sentence makes, if the understanding model reads one.
 
@@ -495,9 +499,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     reading = read_utterance(sentence)
     found = forget_span(sentence)
     # The request's wording is evidence too: with it, the model need only not rule it out.
-    # (`span_floor`: the forget probability such wording needs, chosen on the dev split.)
-    floor = load_model().span_floor
-    if reading.intent != "forget" and (found is None or reading.forget < floor):
+    if reading.intent != "forget" and (found is None or reading.forget < SPAN_FORGET_FLOOR):
         return []
     if found is None and asks_by_form(sentence):
         return []  # "Have I told you about my job?" asks; a request asked would name itself

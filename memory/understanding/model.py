@@ -45,9 +45,6 @@ class UnderstandingModel:
     ngram_weight: float
     forget_threshold: float
     """Probability the forget label needs to win (an ordinary statement must not forget)."""
-    span_floor: float = 0.1
-    """Probability of forget a sentence worded as a request ("Please forget that …", "不要再
-    提熊猫了", `memory.extraction.forget_span`) needs; chosen on dev like the threshold."""
 
     def predict(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Return each head's probabilities for `texts`, rows in order."""
@@ -66,7 +63,6 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "labels": {name: list(head.labels) for name, head in model.heads.items()},
         "ngram_weight": model.ngram_weight,
         "forget_threshold": model.forget_threshold,
-        "span_floor": model.span_floor,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -84,9 +80,4 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
             )
             for name, labels in meta["labels"].items()
         }
-    return UnderstandingModel(
-        heads,
-        float(meta["ngram_weight"]),
-        float(meta["forget_threshold"]),
-        float(meta.get("span_floor", 0.1)),
-    )
+    return UnderstandingModel(heads, float(meta["ngram_weight"]), float(meta["forget_threshold"]))

@@ -1,10 +1,8 @@
 """Train the understanding model from the corpus: `python -m memory.understanding.train`.
 
 Deterministic (zero-initialised softmax heads, full-batch Adam, fixed steps): the same
-corpus gives the same weights. Settings (the n-gram weight, regularization, the forget
-threshold and the floor of a sentence worded as a request) are chosen on the dev split
-only; the final heads are fitted on train and dev together. The test split is never read
-here.
+corpus gives the same weights. Settings are chosen on the dev split only; the final heads
+are fitted on train and dev together. The test split is never read here.
 """
 
 from __future__ import annotations
@@ -117,24 +115,6 @@ def choose_threshold(probabilities: np.ndarray, gold: list[str], labels: tuple[s
     return float(min(0.9, max(0.5, max(others, default=0.0) + 1e-3)))
 
 
-def choose_span_floor(
-    probabilities: np.ndarray, items: Sequence[Utterance], labels: tuple[str, ...], cap: float
-) -> float:
-    """Return the lowest forget probability that keeps every dev non-forget worded as a
-    request ("别提了，一言难尽", `forget_span`) out of forget; at most `cap` (the threshold).
-    """
-    from memory.extraction import forget_span, split_sentences
-
-    col = labels.index("forget")
-    others = [
-        probabilities[i, col]
-        for i, u in enumerate(items)
-        if u.intent != "forget"
-        and any(forget_span(s) is not None for s in split_sentences(u.text) or [u.text])
-    ]
-    return float(min(cap, max(0.1, max(others, default=0.0) + 1e-3)))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Choose settings on dev, fit on train + dev, write the model; print dev figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -162,14 +142,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     heads = fit(train, vectors[:n], grams[:n], ngram_weight, l2, ("intent",))
     dev_p = heads["intent"].probabilities(_inputs(vectors[n:], grams[n:], ngram_weight))
     threshold = choose_threshold(dev_p, [u.intent for u in dev], heads["intent"].labels)
-    span_floor = choose_span_floor(dev_p, dev, heads["intent"].labels, threshold)
     final = fit(both, vectors, grams, ngram_weight, l2)
-    save_model(UnderstandingModel(final, ngram_weight, threshold, span_floor))
+    save_model(UnderstandingModel(final, ngram_weight, threshold))
     summary = {
         "grid": report,
         "chosen": {"ngram_weight": ngram_weight, "l2": l2},
         "forget_threshold": threshold,
-        "span_floor": span_floor,
         "encoder_dim": ENCODER_DIM,
     }
     sys.stdout.write(json.dumps(summary, indent=1) + "\n")
