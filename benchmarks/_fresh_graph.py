@@ -86,10 +86,10 @@ async def run_fresh(lang: str, home: str) -> dict[str, Any]:
             script.append((i, statements[i]))
         script = [(None, d) for d in gaps] + script  # distractors left over open the thread
         typed: dict[int, bool] = {}
-        for i, text in script:
+        for at, text in script:
             res = await s.turn(user, thread, text)
-            if i is not None:
-                typed[i] = _typed(res.saved)
+            if at is not None:
+                typed[at] = _typed(res.saved)
         out["typed"] = sum(typed.values())
         out["untyped"] = [statements[i] for i in sorted(typed) if not typed[i]]
         out["distractors"] = len(distractors)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -195,7 +195,7 @@ class Recall:
 
     @staticmethod
     def _family_matches(
-        records: dict[str, MemoryRecord], query: str, k: int, now: datetime
+        records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
     ) -> set[str]:
         """Return the ids of what is filed under the family a question asks about.
 

@@ -53,10 +53,12 @@ async def test_small_talk_is_not_kept_raw(index: object) -> None:
 
 
 def test_that_means_the_latest_statement_to_remember_not_a_request_after_it() -> None:
+    from memory.store.records import check_user_id
     from memory.turn import Said, latest_statements, statements_of
 
     said = [Said("m1", "周末一般去爬山。"), Said("m2", "我想找个好吃的餐馆。")]
-    ids = latest_statements("u", "t", said)
-    hiking, request = (st.id for st in statements_of("u", "t", said))
+    user = check_user_id("u")
+    ids = latest_statements(user, "t", said)
+    hiking, request = (st.id for st in statements_of(user, "t", said))
     # a statement with no pronoun in it is still the one "那句" means
     assert ids[0] == hiking and request in ids
