@@ -26,8 +26,8 @@ def test_the_fresh_set_is_in_no_corpus_split() -> None:
     for part in (load_fresh()[lang] for lang in ("en", "zh")):
         said = [*part["statements"], *part["forgets"], *part["distractors"]]
         said += [line for pair in part["updates"] for line in pair]
-        said += [q for q, _ in part["questions"]]
-        assert not corpus & set(said)
+        # (The questions are what anyone asks, "Where do I live?": the corpus has them too.)
+        assert not corpus & set(said), corpus & set(said)
         assert (len(part["statements"]), len(part["distractors"])) == (12, 20)
         assert len(part["updates"]) == len(part["forgets"]) == 3
 
