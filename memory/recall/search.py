@@ -159,11 +159,11 @@ class Recall:
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         family = self._family_matches(snap.records, query, k, now)
         if family:
-            # As close as the best hit, and above the relevance floor even when nothing is.
-            floor = ranking.tuned(self._rank_config(), query).relevance_floor
-            lift = max([floor + 0.05, *(sim for _, sim in dense)])
+            # Lifted just above the relevance floor: a candidate, never above a real match
+            # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
+            lift = ranking.tuned(self._rank_config(), query).relevance_floor + 0.05
             have = {i for i, _ in dense}
-            dense = [(i, lift if i in family else sim) for i, sim in dense]
+            dense = [(i, max(sim, lift) if i in family else sim) for i, sim in dense]
             dense += [(i, lift) for i in family if i not in have]
         for i, _ in dense:
             if i not in live and i in records and records[i].is_recallable(now):
@@ -198,6 +198,8 @@ class Recall:
         records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
     ) -> set[str]:
         """Return the ids of what is filed under the family a question asks about.
+
+        They are lifted just above the relevance floor (`search`).
 
         "Where do I live?" shares no word with "We rent a narrow townhouse in Delft", and the
         encoder puts them apart; the understanding model reads the question as about home,
