@@ -7,6 +7,8 @@ with no model to rule out forget requests).
 
 from __future__ import annotations
 
+import re
+
 from memory.extraction import _is_filler, asks_by_form, split_sentences
 
 
@@ -17,3 +19,8 @@ def rule_is_question(text: str) -> bool:
     if not any(asking):
         return False
     return all(a or _is_filler(p) for a, p in zip(asking, sentences, strict=True))
+
+
+# The first-person pattern `memory.turn.latest_statements` used to tell a statement about the
+# user from a request, before the understanding model's reading replaced it.
+FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'd|my|me|mine|we|our|us)\b|我")

@@ -1,6 +1,7 @@
 """What a user's utterance is, on the corpus's test split: the trained model vs the old rules.
 
-    python benchmarks/understanding.py [--split test] [--model openai:<name>] [--json] [--out PATH]
+    python benchmarks/understanding.py [--split test] [--graph] [--model openai:<name>] [--json]
+        [--out PATH]
 
 On each utterance of the split (`memory/understanding/corpus/test.jsonl`, never used for
 tuning), per language: per-label precision / recall / F1 of the intent, the intent macro-F1,
@@ -9,6 +10,12 @@ precision / recall and the confusion of forget requests vs everything else (and 
 ordinary statements with a trap word, "forget", "run", 删, 忘, 别 ..., were taken for a
 forget request); then the median time per utterance of the model (one utterance at a time,
 the encoder included, nothing cached) and of the old keyword rules, in the same run.
+
+Also, in the same JSON: the fresh set (`benchmarks/data/understanding_fresh.json`, in no
+split) through the offline extractor, and with ``--graph`` through the compiled graph
+(`benchmarks/_fresh_graph.py`: typed, recalled in the top 5, updates, forgets, the dinner
+question); and `rules_check`, the phrasing rules the model's labels could replace, scored
+on the split.
 
 ``--model openai:<name>`` also scores a real model (OpenAI-compatible, `OPENAI_BASE_URL`)
 asked for the same labels; it needs a key and a network, so it is not run here.
@@ -36,7 +43,7 @@ _OPENAI = {
 
 import _common  # noqa: E402, F401  (sets the offline environment, puts the repo on sys.path)
 from _common import finish, load_avg, log, output_args, start  # noqa: E402
-from _rules_baseline import rule_is_question  # noqa: E402
+from _rules_baseline import FIRST_PERSON, rule_is_question  # noqa: E402
 
 from graphs.offline import plan_update  # noqa: E402
 from graphs.offline_rules import _clauses, _from_rules, extract_rules  # noqa: E402
@@ -233,10 +240,91 @@ def fresh_set() -> dict[str, Any]:
     return out
 
 
+_STATES = ("remember", "update")
+
+
+def rules_check(items: Sequence[Utterance]) -> dict[str, Any]:
+    """Score the phrasing rules the model's labels could replace, on `items`, per language.
+
+    * the first-person pattern `memory.turn.latest_statements` used ("a statement about the
+      user", so "forget that" means it before a request; `_rules_baseline.FIRST_PERSON`),
+      against the gold "a statement to remember or an update", over the sentences that do
+      not ask, vs the model's reading, which replaced it;
+    * `memory.lifecycle.is_clause` (a forget request names a statement, not a topic): no
+      label says which, so how often the rule and the model (the span read as a statement)
+      agree on the forget requests' spans;
+    * `memory.text.statements._EN_CLAUSE` (where an English message splits into statements):
+      of the statements it splits, how many pieces the model reads as statements still.
+    """
+    from memory.lifecycle import is_clause
+    from memory.text.statements import split_text
+
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        rows = [u for u in items if u.lang == lang and not asks_by_form(u.text)]
+        gold = ["about" if u.intent in _STATES else "other" for u in rows]
+        rule = ["about" if FIRST_PERSON.search(u.text) else "other" for u in rows]
+        model = [
+            "about" if r.intent in _STATES else "other"
+            for r in read_utterances([u.text for u in rows])
+        ]
+        spans = [
+            f.query
+            for u in items
+            if u.lang == lang and u.intent == "forget"
+            for s in split_sentences(u.text)
+            if (f := forget_span(s)) is not None and f.query not in ("that", "这个")
+        ]
+        span_reads = read_utterances(spans) if spans else []
+        agree = sum(
+            is_clause(q) == (r.intent in _STATES) for q, r in zip(spans, span_reads, strict=True)
+        )
+        part: dict[str, Any] = {
+            "first_person": {
+                "n": len(rows),
+                "rule": _prf(gold, rule, "about"),
+                "model": _prf(gold, model, "about"),
+            },
+            "is_clause": {"spans": len(spans), "rule_and_model_agree": agree},
+        }
+        if lang == "en":
+            stated = [u.text for u in items if u.lang == lang and u.intent in _STATES]
+            pieces = [p for t in stated if len(parts := split_text(t)) > 1 for p in parts]
+            reads = read_utterances(pieces) if pieces else []
+            part["en_clause"] = {
+                "statements_split": sum(len(split_text(t)) > 1 for t in stated),
+                "of": len(stated),
+                "pieces": len(pieces),
+                "pieces_read_as_statements": sum(r.intent in _STATES for r in reads),
+            }
+        out[lang] = part
+    return out
+
+
+def fresh_graph() -> dict[str, Any]:
+    """Play the fresh set through the compiled graph, each language in a home of its own."""
+    import asyncio
+    import tempfile
+
+    from _fresh_graph import run_fresh
+
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        with tempfile.TemporaryDirectory() as home:
+            log(f"fresh set through the graph: {lang}")
+            out[lang] = asyncio.run(run_fresh(lang, home))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="test", choices=("train", "dev", "test"))
     parser.add_argument("--model", default=None, help="also score openai:<name> (needs a key)")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="also play the fresh set through the compiled graph (embedded, a temporary home)",
+    )
     output_args(parser, chart=False)
     args = parser.parse_args(argv)
     start(args)
@@ -265,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load_avg": load_avg(),
         },
         "fresh_set": fresh_set(),
+        "rules_check": rules_check(items),
         "targets": {
             "intent_macro_f1_per_language": 0.90,
             "kind_accuracy": 0.85,
@@ -273,6 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "model_median_ms": 10.0,
         },
     }
+    if args.graph:
+        result["fresh_graph"] = fresh_graph()
     if args.model:
         if not _OPENAI["api_key"]:
             log(

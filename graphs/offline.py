@@ -38,6 +38,8 @@ from memory.extraction import has_cjk
 from memory.recall.block import BLOCK_CLOSE, BLOCK_OPEN
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
+# A line of what the extraction prompt lists as remembered (`graphs.extract`).
+_KNOWN = re.compile(r"^\s*- id (\S+) · ([\w.-]+): ", re.M)
 _WORD = re.compile(r"\S+\s*|\s+")
 CJK_PIECE_CHARS = 3
 """Characters per streamed piece of a Chinese reply (English streams word by word)."""
@@ -242,7 +244,8 @@ class OfflineChatModel(BaseChatModel):
             found = _REF_TIME.search(system)
             now = datetime.fromisoformat(found.group(1)) if found else datetime.now(UTC)
             said = "\n".join(text_of(m) for m in messages if isinstance(m, HumanMessage))
-            parsed = extract_rules(said, now)
+            known = [(m[1], m[2]) for m in _KNOWN.finditer(system)]
+            parsed = extract_rules(said, now, known)
             if include_raw:
                 return {
                     "raw": AIMessage(parsed.model_dump_json()),

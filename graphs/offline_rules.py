@@ -12,7 +12,7 @@ the same schemas through structured output, prompted by `prompts/extract.*.md` a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from memory.dates import find_date, is_date_phrase, statement_lean
@@ -24,13 +24,20 @@ from memory.extraction import (
     asks_by_form,
     forget_requests,
     has_cjk,
+    relation_in,
     split_sentences,
     trim_phrase,
 )
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.statements import split_text
-from memory.understanding import FAMILY_PREFIX, RECORD_KIND, Reading, read_utterances
+from memory.understanding import (
+    FAMILY_PREFIX,
+    RECORD_KIND,
+    UPDATE_SUBJECT,
+    Reading,
+    read_utterances,
+)
 
 QUESTION_CONFIDENCE = 0.5
 """Below this, the model's "question" alone does not drop a sentence with no question form
@@ -392,10 +399,16 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
-def _event(clause: str, now: datetime, *, past: bool = False) -> CandidateMemory | None:
-    """Return a dated event: a plan (`past` False) or, with `past`, what already happened."""
+def _event(
+    clause: str, now: datetime, *, past: bool = False, moved: bool = False
+) -> CandidateMemory | None:
+    """Return a dated event: a plan (`past` False) or, with `past`, what already happened.
+
+    A plan needs its speaker ("we launch on Friday"), unless it moves one (`moved`, the
+    model reads an update): "上线改到下周五了" moves the launch the user spoke of.
+    """
     mention = find_date(clause, now, lean=statement_lean(clause))
-    if mention is None or not _PLAN.search(clause):
+    if mention is None or not (moved or _PLAN.search(clause)):
         return None
     days = (mention.end - mention.day).days if mention.end else 0
     if past != ((mention.end or mention.day) < now.date()):
@@ -434,7 +447,7 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     if dated:
         cand = recurring_fact(clause)
         if cand is None and reading.kind not in ("habit", "recurring_date"):
-            cand = _event(clause, now)
+            cand = _event(clause, now, moved=reading.intent == "update")
     if cand is None:
         cand = _negation(clause)
     if cand is None:
@@ -451,12 +464,6 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     return cand
 
 
-_RELATION = re.compile(
-    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
-    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
-    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
-    r"|妹|姐|哥|弟|妈|爸)"
-)
 # A statement whose subject is someone else ("My colleague lives in Rome", "我老婆喜欢吃辣"):
 # it is kept, but never filed as the user's own city, name or taste.
 _OTHER_PERSON = re.compile(
@@ -474,8 +481,7 @@ _MIN_STATEMENT_CHARS = 4
 def _subject(reading: Reading, clause: str) -> str:
     """Return the subject a statement the patterns did not know is filed under."""
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
-    relation = _RELATION.search(clause)
-    who = (relation[1] or relation[2]).casefold() if relation else None
+    who = relation_in(clause)
     if reading.kind == "recurring_date":
         what = "birthday" if _BIRTHDAY.search(clause) else "anniversary"
         return f"family.{who}.{what}" if who else f"profile.{what}"
@@ -487,10 +493,10 @@ def _subject(reading: Reading, clause: str) -> str:
         return f"people.{slug}"
     # One value per user: a new age or name, or a move, replaces the one on record whatever
     # its words. A remark about home that is no move ("楼下新开了一家面包店") is not the city.
-    if reading.family in ("age", "name") or (
-        reading.family == "home" and reading.intent == "update"
-    ):
+    if reading.family in ("age", "name"):
         return FAMILY_PREFIX[reading.family]
+    if reading.intent == "update" and reading.family in UPDATE_SUBJECT:
+        return UPDATE_SUBJECT[reading.family]  # the family's slot: it replaces the old value
     if reading.family == "home":
         return f"home.{slug}"
     return f"{FAMILY_PREFIX[reading.family]}.{slug}"
@@ -527,6 +533,11 @@ def _statements(
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
+    if reading.intent == "update" and all(cand is None for cand in found):
+        # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would
+        # keep "not 38" as a statement of its own.
+        whole = _from_reading(sentence, reading, now)
+        return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
     readings = [reading] * len(missed) if len(clauses) == 1 else read_utterances(missed)
@@ -540,7 +551,20 @@ def _statements(
     return out
 
 
-def extract_rules(text: str, now: datetime) -> Extraction:
+def _updates(cand: CandidateMemory, known: Sequence[tuple[str, str]]) -> CandidateMemory:
+    """Return an update's candidate naming the memory it changes, as a real model would.
+
+    A moved date moves the event: an update that states an event changes the first event
+    the extraction prompt lists (they come ranked by how well they match the message), so
+    "评审改到周四了" supersedes "评审在周二" whatever the subjects' words.
+    """
+    if cand.kind != "event" or cand.updates:
+        return cand
+    event = next((rid for rid, subject in known if subject.startswith("event.")), None)
+    return cand.model_copy(update={"updates": event}) if event else cand
+
+
+def extract_rules(text: str, now: datetime, known: Sequence[tuple[str, str]] = ()) -> Extraction:
     """Extract the statements of one user message, read by the understanding model.
 
     The model (`memory.understanding`) says what each sentence is: a statement (to remember
@@ -552,6 +576,8 @@ def extract_rules(text: str, now: datetime) -> Extraction:
     Args:
         text: The user's message.
         now: When it was said; relative dates resolve against it.
+        known: `(id, subject)` of what is remembered on the message's subjects, best match
+            first (the extraction prompt's list): an update names the memory it changes.
 
     """
     out = Extraction()
@@ -571,6 +597,8 @@ def extract_rules(text: str, now: datetime) -> Extraction:
         # Alex."); only what the model reads as a statement is kept in its own words.
         typed = reading.intent in _STATES
         for cand in _statements(sentence, reading, now, typed=typed):
+            if reading.intent == "update":
+                cand = _updates(cand, known)
             if len(out.memories) < MAX_CANDIDATES:
                 out.memories.append(cand)
     return out

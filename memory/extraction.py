@@ -513,7 +513,28 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     subject = found.subject
     if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
         subject = FAMILY_PREFIX[reading.family]
+    elif subject is None and reading.target == "family" and reading.family == "family":
+        who = relation_in(sentence)  # "my husband" is all that is filed about him
+        subject = f"{FAMILY_PREFIX['family']}.{who}" if who else None
     return [ForgetRequest(query=query, subject=subject)]
+
+
+_RELATION = re.compile(
+    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
+    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
+    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
+    r"|妹|姐|哥|弟|妈|爸)"
+)
+
+
+def relation_in(text: str) -> str | None:
+    """Return the family member a text names ("my sister", 我老公), folded, or None.
+
+    The offline path files what is said about a relative under `family.<relation>`, so a
+    forget request about them ("don't keep anything about my husband") reaches it there.
+    """
+    found = _RELATION.search(text)
+    return (found[1] or found[2]).casefold() if found else None
 
 
 # Families with one value per user: the family alone says which record ("stop storing my

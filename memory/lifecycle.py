@@ -27,6 +27,7 @@ from memory.store.records import (
 from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
+from memory.understanding import replaces_subject
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -194,7 +195,8 @@ def reconcile(
 
     Args:
         new: The candidate, already built as a record.
-        existing: The user's records that share its kind and subject, or say the same thing.
+        existing: The user's records that share its kind and subject (or its slot, see
+            `memory.understanding.SLOTS`), or say the same thing.
         now: The time of the decision.
         policy: The rules; defaults to `Policy()`.
         replaced: For a negation, the active records it ends (see `negation_targets`).
@@ -242,7 +244,8 @@ def reconcile(
     rivals = [
         r
         for r in existing
-        if r.status == "active" and r.subject == new.subject and r.kind == new.kind
+        # One value per slot: a new employer replaces the old one whatever its subject said.
+        if r.status == "active" and r.kind == new.kind and replaces_subject(new.subject, r.subject)
     ]
     previous = None
     for old in rivals:

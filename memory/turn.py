@@ -11,7 +11,6 @@ derived from that outcome: `TurnOutcome.cuts` is the one rule that rewrites them
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +27,7 @@ from memory.store.records import Source, UserId, is_raw_turn
 from memory.summary import ThreadSummary, without
 from memory.text.phrases import Phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
+from memory.understanding import read_utterances
 
 LATEST_STATEMENTS = 6
 """How many of the user's earlier statements "forget that" may reach back to."""
@@ -251,7 +251,7 @@ def notices(
 def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> list[Statement]:
     """Return the statements worth keeping raw.
 
-    Questions and forget requests state nothing. A statement whose memory was refused to
+    Questions, forget requests and small talk state nothing. A statement whose memory was refused to
     this agent is archived for no one, and one whose memory was withheld as sensitive is
     not kept either: the raw copy would hold what the decision kept out.
     """
@@ -261,11 +261,25 @@ def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> li
         if c.action in ("withheld", "refused")
         for sid in c.record.source.statement_ids
     }
-    return [
+    kept = [
         st
         for st in statements
         if st.id not in blocked and not is_question(st.text) and not asks_to_forget(st.text)
     ]
+    # Small talk states nothing either ("Morning!", "lol ok", "晚安！"): kept raw, it would
+    # come back for any question its vector happens to sit near. Only what the model is
+    # sure of, and only when no memory was taken from it.
+    stated = {sid for c in changes for sid in c.record.source.statement_ids}
+    readings = read_utterances([st.text for st in kept]) if kept else []
+    return [
+        st
+        for st, r in zip(kept, readings, strict=True)
+        if st.id in stated or not (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
+    ]
+
+
+SMALL_TALK = 0.9
+"""The model's chit-chat probability above which a statement is not kept raw."""
 
 
 def scopes(changes: Sequence[Change]) -> dict[str, str]:
@@ -304,13 +318,17 @@ def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) 
     "That" / "刚才那句" / "当我没说" mean the newest of them that stated something.
     """
     said = [st for st in statements_of(user_id, thread_id, earlier) if not is_question(st.text)]
-    # A statement about the user comes before a request ("推荐个餐馆" is not what "this" means).
-    about = [st for st in said if _FIRST_PERSON.search(st.text)]
-    rest = [st for st in said if not _FIRST_PERSON.search(st.text)]
+    # A statement to remember comes before a request or a remark ("推荐个餐馆" is not what
+    # "this" means): the model's reading, which beat a first-person pattern on the corpus's
+    # test split (`benchmarks/understanding.py`, `rules_check.first_person`).
+    readings = read_utterances([st.text for st in said]) if said else []
+    states = {st.id for st, r in zip(said, readings, strict=True) if r.intent in _STATES}
+    about = [st for st in said if st.id in states]
+    rest = [st for st in said if st.id not in states]
     return [st.id for st in [*reversed(about), *reversed(rest)]][:LATEST_STATEMENTS]
 
 
-_FIRST_PERSON = re.compile(r"(?i)\b(?:i|i'm|i've|i'd|my|me|mine|we|our|us)\b|我")
+_STATES = ("remember", "update")
 
 
 def turn_source(thread_id: str | None, said: Sequence[Said], said_at: datetime, via: str) -> Source:

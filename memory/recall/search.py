@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -24,6 +24,7 @@ from memory.recall import ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
+from memory.understanding import family_prefixes, read_utterance
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -156,6 +157,17 @@ class Recall:
         # grow with every memory the user has.
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
+        family = self._family_matches(snap.records, query, k, now)
+        if family:
+            # Lifted just above the relevance floor: a candidate, never above a real match
+            # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
+            lift = ranking.tuned(self._rank_config(), query).relevance_floor + 0.05
+            have = {i for i, _ in dense}
+            dense = [(i, max(sim, lift) if i in family else sim) for i, sim in dense]
+            dense += [(i, lift) for i in family if i not in have]
+        for i, _ in dense:
+            if i not in live and i in records and records[i].is_recallable(now):
+                live[i] = records[i]
         # Raw conversation turns come back when their words match, or above the episode
         # floor of the encoder and the query's language (`ranking.episode_floor`).
         ranked = ranking.rank(
@@ -180,6 +192,31 @@ class Recall:
         may_read = self.reader.may_read
         out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if may_read(r)][:PINNED]
         return out
+
+    @staticmethod
+    def _family_matches(
+        records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
+    ) -> set[str]:
+        """Return the ids of what is filed under the family a question asks about.
+
+        They are lifted just above the relevance floor (`search`).
+
+        "Where do I live?" shares no word with "We rent a narrow townhouse in Delft", and the
+        encoder puts them apart; the understanding model reads the question as about home,
+        and the statement was filed under home. Only when the family holds at most `k`
+        memories (a family that holds many does not say which) and only typed memories
+        (raw turns have no family).
+        """
+        reading = read_utterance(query)
+        prefixes = family_prefixes(reading.family)
+        if reading.intent != "question" or not prefixes:
+            return set()
+        found = {
+            rid
+            for rid, rec in records.items()
+            if rec.kind != "episode" and rec.subject.startswith(prefixes) and rec.is_recallable(now)
+        }
+        return found if len(found) <= k else set()
 
     def mark_recalled(
         self, user_id: UserId, recalled: Iterable[tuple[str, str]], now: datetime

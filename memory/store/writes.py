@@ -50,6 +50,7 @@ from memory.store.records import (
     utcnow,
 )
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
+from memory.understanding import replaces_subject, slot_of
 
 log = logging.getLogger(__name__)
 TURN_CHARS = 2000
@@ -518,6 +519,15 @@ class MemoryWriter:
                 if rec.id not in seen and self.reader.may_read(rec) and same_partition(rec, new):
                     seen.add(rec.id)
                     out.append(rec)
+        if slot_of(new.subject) is not None:
+            # One value per slot: the records it replaces may be filed under other subjects.
+            out += [
+                rec
+                for rec in self.reader.visible(user_id, False, new.kind)
+                if rec.id not in seen
+                and replaces_subject(new.subject, rec.subject)
+                and same_partition(rec, new)
+            ]
         return out
 
     def _screen_import(self, rec: MemoryRecord) -> MemoryRecord | None:

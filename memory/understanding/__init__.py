@@ -17,7 +17,18 @@ from dataclasses import dataclass
 
 from memory.understanding.model import load_model
 
-__all__ = ["FAMILY_PREFIX", "RECORD_KIND", "Reading", "read_utterance", "read_utterances"]
+__all__ = [
+    "FAMILY_PREFIX",
+    "RECORD_KIND",
+    "SLOTS",
+    "UPDATE_SUBJECT",
+    "Reading",
+    "family_prefixes",
+    "read_utterance",
+    "read_utterances",
+    "replaces_subject",
+    "slot_of",
+]
 
 RECORD_KIND: dict[str, str] = {
     "fact": "fact",
@@ -47,6 +58,61 @@ FAMILY_PREFIX: dict[str, str] = {
     "travel": "travel",
 }
 """The subject prefix of each family: the one vocabulary of rules, forget requests and updates."""
+
+SLOTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    # slot: (its subjects, the prefixes of remarks about it no pattern typed)
+    "home": (("profile.city", "profile.address"), ("home",)),
+    "employer": (("work.company", "work.place", "work.employer"), ("work",)),
+    "role": (("work.role",), ()),
+    "age": (("profile.age",), ()),
+    "name": (("profile.name",), ()),
+}
+"""What a user has one of. A statement filed under a slot's subject replaces every active
+record of that slot, whatever words the old one used ("I now work at Contoso" ends "User
+works at Fabrikam." and "I'm employed by Fabrikam"), and the remarks filed under its
+prefixes that belong to no other slot (a move ends what was said about the old home; a new
+employer does not end the role). Shared by both paths: the offline model files a family's
+update under `UPDATE_SUBJECT`, a real model is asked for these subjects (`prompts/extract.*`)."""
+
+UPDATE_SUBJECT: dict[str, str] = {
+    "home": "profile.city",
+    "work": "work.company",
+    "age": "profile.age",
+    "name": "profile.name",
+}
+"""Where an update the model reads in a family is filed when no pattern typed it: the
+family's slot (a work update is most often a new employer: "跳槽了", "I've switched jobs")."""
+
+
+def family_prefixes(family: str) -> tuple[str, ...]:
+    """Return the subject prefixes what is said about a family is filed under."""
+    if family not in FAMILY_PREFIX:
+        return ()
+    prefix = FAMILY_PREFIX[family]
+    slots = [(subjects, remarks) for subjects, remarks in SLOTS.values() if prefix in subjects]
+    return tuple(dict.fromkeys([prefix, *(p for s, r in slots for p in (*s, *r))]))
+
+
+def _under(subject: str, prefix: str) -> bool:
+    return subject == prefix or subject.startswith(prefix + ".")
+
+
+def slot_of(subject: str) -> str | None:
+    """Return the slot (`SLOTS`) a subject is one of the subjects of, or None."""
+    return next((name for name, (subjects, _) in SLOTS.items() if subject in subjects), None)
+
+
+def replaces_subject(new: str, old: str) -> bool:
+    """Return True if a statement filed under `new` replaces an active one filed under `old`."""
+    if new == old:
+        return True
+    slot = slot_of(new)
+    if slot is None:
+        return False
+    subjects, remarks = SLOTS[slot]
+    if old in subjects:
+        return True
+    return slot_of(old) is None and any(_under(old, p) for p in remarks)
 
 
 @dataclass(frozen=True)

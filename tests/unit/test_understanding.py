@@ -20,7 +20,9 @@ from memory.understanding.corpus import (
     INTENTS,
     KINDS,
     SPLITS,
+    TRAIN_ONLY,
     TRAP,
+    corpus_splits,
     load_split,
     read_sources,
     split,
@@ -47,9 +49,14 @@ def test_the_splits_are_disjoint_fixed_and_hold_traps_and_forgets() -> None:
     texts = [{u.text for u in items} for items in parts.values()]
     assert not (texts[0] & texts[1] or texts[0] & texts[2] or texts[1] & texts[2])
     # the files on disk are what the seed gives: anyone can rebuild them
-    assert {k: [u.text for u in v] for k, v in split(read_sources()).items()} == {
+    assert {k: [u.text for u in v] for k, v in corpus_splits().items()} == {
         k: [u.text for u in v] for k, v in parts.items()
     }
+    # lines added for training only go to train and move no line of dev or test
+    plain = split(read_sources())
+    assert plain["dev"] == parts["dev"] and plain["test"] == parts["test"]
+    extra = {u.text for u in read_sources(names=TRAIN_ONLY)}
+    assert extra and extra <= texts[0]
     for items in parts.values():
         for lang in ("en", "zh"):
             mine = [u for u in items if u.lang == lang]

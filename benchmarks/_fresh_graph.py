@@ -1,0 +1,149 @@
+"""The fresh set through the compiled graph with the offline model (issue 22, "Done when").
+
+`run_fresh(lang, home)` plays `benchmarks/data/understanding_fresh.json` to the real graph on
+the embedded default (SQLite store and checkpointer, embedded Chroma) in `home`, the way a
+new user would, and returns what it measured:
+
+* **typed**: of the statements, said one per turn among the distractors, how many left a
+  typed memory (not only the raw turn);
+* **recalled**: how many a natural question, asked in a new thread, brings in the top 5;
+* **updates**: for each (before, after) pair, said by a user of its own in two threads, a
+  question in a third thread answers with the new value only: the new value is recalled and
+  nothing recalled or answered states the old one without the new one;
+* **forgets**: each request, said in the statements' thread, removes its item (none of its
+  words is left in anything kept for the user, raw statements included) and keeps the rest
+  (every other statement still recalled by its question);
+* **dinner**: "any dinner idea?" recalls each food constraint.
+
+The benchmark (`benchmarks/understanding.py --graph`) prints it as JSON and the integration
+test (`tests/integration/test_fresh_set.py`) holds it to the targets. Nothing here is used
+for training or tuning. Free of import side effects, so tests can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+FRESH = Path(__file__).resolve().parent / "data" / "understanding_fresh.json"
+TOP = 5
+"""A statement is recalled when it is among the first `TOP` memories of a turn."""
+
+
+def load_fresh() -> dict[str, Any]:
+    """Return the fresh set."""
+    data: dict[str, Any] = json.loads(FRESH.read_text(encoding="utf-8"))
+    return data
+
+
+def _says(text: str, words: list[str]) -> bool:
+    low = text.casefold()
+    return any(w.casefold() in low for w in words)
+
+
+def _typed(saved: list[str]) -> bool:
+    """Return True if a turn's save lines show a typed memory (not only a raw statement)."""
+    return any(
+        line.split(":", 1)[0] in ("added", "reinforced", "promoted", "merged")
+        and not line.split("] ", 1)[0].endswith(("episode", "turn"))
+        and "[episode " not in line
+        for line in saved
+    )
+
+
+async def run_fresh(lang: str, home: str) -> dict[str, Any]:
+    """Play one language of the fresh set through the compiled graph; return the figures."""
+    from agent.runner import open_session
+    from graphs.settings import Settings
+    from memory.backends import BackendConfig
+
+    part = load_fresh()[lang]
+    statements: list[str] = part["statements"]
+    questions: list[tuple[str, list[str]]] = [(q, w) for q, w in part["questions"]]
+    distractors: list[str] = part["distractors"]
+    last = int(part["last_statement"])
+    run = uuid.uuid4().hex[:6]
+    settings = Settings(backend=BackendConfig(home=home), model="offline")
+    out: dict[str, Any] = {"lang": lang}
+    async with open_session(settings) as s:
+
+        async def recalled(user: str, question: str) -> tuple[list[str], str]:
+            res = await s.turn(user, f"{user}-q-{uuid.uuid4().hex[:6]}", question)
+            return [str(r["content"]) for r in res.recalled][:TOP], res.reply
+
+        async def kept(user: str) -> str:
+            return " | ".join(r.content for r in await s.service.alist(user, include_turns=True))
+
+        # 1. Statements among distractors, one thread; the one a deictic forget takes back last.
+        user, thread = f"fresh-{lang}-{run}", f"fresh-{lang}-{run}-main"
+        order = [i for i in range(len(statements)) if i != last] + [last]
+        script: list[tuple[int | None, str]] = []
+        gaps = iter(distractors)
+        for n, i in enumerate(order):
+            script += [(None, d) for d in [next(gaps, None), next(gaps, None)] if d and n < 10]
+            script.append((i, statements[i]))
+        script = [(None, d) for d in gaps] + script  # distractors left over open the thread
+        typed: dict[int, bool] = {}
+        for at, text in script:
+            res = await s.turn(user, thread, text)
+            if at is not None:
+                typed[at] = _typed(res.saved)
+        out["typed"] = sum(typed.values())
+        out["untyped"] = [statements[i] for i in sorted(typed) if not typed[i]]
+        out["distractors"] = len(distractors)
+
+        # 2. Each statement recalled by a natural question (a new thread each).
+        missed = []
+        for i, (question, words) in enumerate(questions):
+            got, _ = await recalled(user, question)
+            if not any(_says(g, words) for g in got):
+                missed.append({"statement": statements[i], "question": question, "top": got})
+        out["recalled"] = len(questions) - len(missed)
+        out["not_recalled"] = missed
+
+        # 3. Food constraints for a dinner idea.
+        dinner = part["dinner"]
+        got, _ = await recalled(user, dinner["question"])
+        brought = [words for words in dinner["brings"] if any(_says(g, words) for g in got)]
+        out["dinner"] = {"brings": len(brought), "of": len(dinner["brings"]), "top": got}
+
+        # 4. Updates: each pair by a user of its own, then a question in a new thread.
+        updates = []
+        for n, ((before, after), (question, new, old)) in enumerate(
+            zip(part["updates"], part["update_checks"], strict=True)
+        ):
+            who = f"fresh-{lang}-{run}-u{n}"
+            await s.turn(who, f"{who}-a", before)
+            await s.turn(who, f"{who}-b", after)
+            got, reply = await recalled(who, question)
+            stale = [g for g in got if _says(g, [old]) and not _says(g, [new])]
+            ok = any(_says(g, [new]) for g in got) and not stale
+            updates.append({"update": after, "ok": ok, "top": got, "reply": reply})
+        out["updates"] = sum(u["ok"] for u in updates)
+        out["update_details"] = [u for u in updates if not u["ok"]]
+
+        # 5. Forgets, in the statements' thread: the item goes, the rest stays.
+        forgets = []
+        removed: set[int] = set()
+        for request, check in zip(part["forgets"], part["forget_checks"], strict=True):
+            res = await s.turn(user, thread, request)
+            target = last if check["removes"] == "last" else int(check["removes"])
+            removed.add(target)
+            left = await kept(user)
+            gone = not _says(left, check["gone"])
+            lost = []
+            for i, (question, words) in enumerate(questions):
+                if i in removed:
+                    continue
+                got, _ = await recalled(user, question)
+                if not any(_says(g, words) for g in got):
+                    lost.append(statements[i])
+            forgets.append(
+                {"request": request, "removed": gone, "kept_the_rest": not lost,
+                 "lost": lost, "saved": res.saved}
+            )  # fmt: skip
+        out["forgets"] = sum(f["removed"] and f["kept_the_rest"] for f in forgets)
+        out["forget_details"] = [f for f in forgets if not (f["removed"] and f["kept_the_rest"])]
+    return out

@@ -1,0 +1,64 @@
+"""What the understanding model's labels do for recall and the raw archive (issue 22).
+
+A question about a family brings what is filed under it, though no word is shared and the
+encoder puts them apart; small talk is not kept raw, so it does not come back for questions
+its vector sits near.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from graphs.context import Context
+from graphs.memory_agent import build_graph
+from graphs.settings import Settings
+from memory.extraction import CandidateMemory, Extraction
+from memory.service import MemoryService
+from memory.store.records import Source
+
+T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
+HOME = "User said: We rent a narrow townhouse in Delft."
+
+
+def test_a_question_about_a_family_brings_what_is_filed_under_it(service: MemoryService) -> None:
+    notes = [
+        ("home.we_rent_a_narrow_townhouse_in", HOME),
+        ("work.role", "User is a radiographer at the county hospital."),
+        ("likes.films", "User likes old films."),
+    ]
+    memories = [CandidateMemory(kind="fact", subject=s, content=c) for s, c in notes]
+    service.save("u", Extraction(memories=memories), Source(thread_id="t", said_at=T0))
+    got = [h.record.content for h in service.search("u", "Where do I live?", 5)]
+    assert HOME in got, got
+    # a question about no family brings nothing for its family
+    assert HOME not in [h.record.content for h in service.search("u", "Any good films?", 5)]
+
+
+async def test_small_talk_is_not_kept_raw(index: object) -> None:
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)  # type: ignore[arg-type]
+    for text in ("Morning!", "lol ok", "晚安！", "My cat Pixel is sixteen."):
+        await graph.ainvoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": "t1"}},
+            context=Context(user_id="u"),
+        )
+    kept = [r.content for r in MemoryService(store, index).list("u", include_turns=True)]  # type: ignore[arg-type]
+    assert not {"Morning!", "lol ok", "晚安！"} & set(kept), kept
+    assert "My cat Pixel is sixteen." in kept
+
+
+def test_that_means_the_latest_statement_to_remember_not_a_request_after_it() -> None:
+    from memory.store.records import check_user_id
+    from memory.turn import Said, latest_statements, statements_of
+
+    said = [Said("m1", "周末一般去爬山。"), Said("m2", "我想找个好吃的餐馆。")]
+    user = check_user_id("u")
+    ids = latest_statements(user, "t", said)
+    hiking, request = (st.id for st in statements_of(user, "t", said))
+    # a statement with no pronoun in it is still the one "那句" means
+    assert ids[0] == hiking and request in ids

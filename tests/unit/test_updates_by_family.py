@@ -1,0 +1,134 @@
+"""Updates by subject family (issue 22): a new value replaces the old whatever its words.
+
+At the write level (the memory service on a LangGraph store and embedded Chroma), for
+candidates as either path files them; through the offline extractor for what the model
+reads; and through the graph with the offline model for a moved date.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from graphs.context import Context
+from graphs.memory_agent import build_graph
+from graphs.offline_rules import _from_reading, extract_rules
+from graphs.settings import Settings
+from memory.extraction import CandidateMemory, Extraction, forget_requests
+from memory.service import MemoryService
+from memory.store.records import Source
+from memory.understanding import Reading, replaces_subject
+
+T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
+
+
+def said(days: float = 0) -> Source:
+    return Source(thread_id="t", said_at=T0 + timedelta(days=days))
+
+
+def one(subject: str, content: str, conf: float = 0.9) -> Extraction:
+    return Extraction(
+        memories=[CandidateMemory(kind="fact", subject=subject, content=content, confidence=conf)]
+    )
+
+
+def active(service: MemoryService, user: str) -> list[str]:
+    return sorted(r.content for r in service.list(user))
+
+
+def test_a_new_employer_ends_the_old_whatever_words_it_was_filed_under(
+    service: MemoryService,
+) -> None:
+    service.save("u", one("work.place", "用户在华为工作。"), said())
+    service.save(
+        "u", one("work.im_employed_by_fabrikam", "User said: I'm employed by Fab."), said()
+    )
+    service.save("u", one("work.role", "User works as a radiographer."), said())
+    changes = service.save("u", one("work.company", "User works at Contoso.", 0.8), said(1))
+    assert sorted(c.action for c in changes) == ["added", "superseded", "superseded"]
+    # the role is a slot of its own: a new employer does not end it
+    assert active(service, "u") == ["User works as a radiographer.", "User works at Contoso."]
+
+
+def test_a_move_ends_what_was_said_about_the_old_home(service: MemoryService) -> None:
+    service.save(
+        "u", one("home.rent_a_flat_in_leiden", "User said: I rent a flat in Leiden."), said()
+    )
+    service.save("u", one("likes.cycling", "User likes cycling."), said())
+    service.save("u", one("profile.city", "User lives in Haarlem.", 0.8), said(1))
+    assert active(service, "u") == ["User likes cycling.", "User lives in Haarlem."]
+
+
+def test_a_remark_about_home_ends_no_other_remark() -> None:
+    # only a statement filed under the slot's subject (a move) replaces the slot's remarks
+    assert not replaces_subject("home.new_bakery_downstairs", "home.rent_a_flat_in_leiden")
+    assert replaces_subject("profile.city", "home.rent_a_flat_in_leiden")
+    assert not replaces_subject("work.company", "work.role")
+    assert not replaces_subject("diet.avoid.pork", "diet.avoid.beef")
+
+
+def test_a_correction_is_one_statement_filed_under_its_slot() -> None:
+    for text, subject in (
+        ("Sorry, I'm 39, not 38.", "profile.age"),
+        ("不好意思，我是39，不是38。", "profile.age"),
+    ):
+        got = extract_rules(text, T0).memories
+        assert [m.subject for m in got] == [subject], got
+        assert "39" in got[0].content and "38" in got[0].content
+
+
+def test_an_update_the_patterns_miss_is_filed_under_its_familys_slot() -> None:
+    for family, subject in (("work", "work.company"), ("home", "profile.city")):
+        reading = Reading("update", "fact", family, "family", 0.9)
+        got = _from_reading("These days I'm with Vandelay", reading, T0)
+        assert got is not None and got.subject == subject
+    # a remark that is no update stays a remark of its family
+    remark = _from_reading(
+        "I like my job a lot", Reading("remember", "fact", "work", "family", 0.9), T0
+    )
+    assert (
+        remark is not None
+        and remark.subject.startswith("work.")
+        and remark.subject != "work.company"
+    )
+
+
+def test_a_forget_about_a_relative_reaches_what_is_filed_about_them() -> None:
+    (req,) = forget_requests("Please don't hold on to anything about my husband.")
+    assert req.subject == "family.husband"
+    (zh,) = forget_requests("我老公的事你都别留着。")
+    assert zh.subject == "family.老公"
+
+
+async def _turn(graph: Any, user: str, thread: str, text: str, when: str) -> dict[str, Any]:
+    out: dict[str, Any] = await graph.ainvoke(
+        {"messages": [HumanMessage(text)], "turn_time": when},
+        {"configurable": {"thread_id": thread}},
+        context=Context(user_id=user),
+    )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("plan", "moved", "old", "new"),
+    [
+        ("Our design review is on Wednesday.", "The design review got moved to Friday.",
+         "2026-12-02", "2026-12-04"),
+        ("下周三我们上线。", "上线改到下周五了。", "2026-12-09", "2026-12-11"),
+    ],
+)  # fmt: skip
+async def test_a_moved_date_moves_the_event(
+    index: Any, plan: str, moved: str, old: str, new: str
+) -> None:
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)
+    await _turn(graph, "u", "t1", plan, T0.isoformat())  # a Monday
+    await _turn(graph, "u", "t2", moved, (T0 + timedelta(hours=1)).isoformat())
+    events = [r for r in MemoryService(store, index).list("u") if r.kind == "event"]
+    assert [r.value for r in events] == [new], [(r.content, r.value) for r in events]
+    assert old not in " ".join(r.content for r in events)
