@@ -25,6 +25,8 @@ from pydantic import (
     field_validator,
 )
 
+from memory.privacy.screen import find_sensitive
+
 
 @dataclass(frozen=True)
 class KindSpec:
@@ -374,3 +376,15 @@ class MemoryRecord(BaseModel):
 def is_raw_turn(record: MemoryRecord) -> bool:
     """Return True for a user turn kept word for word (an `episode.turn.*` record)."""
     return record.kind == "episode" and record.subject.startswith(TURN_SUBJECT)
+
+
+def neutral_subject(subject: str, content: str) -> str:
+    """Return a subject that holds no value: the family of `subject` and a hash.
+
+    Used when a subject would carry something sensitive (`note.我的银行卡号是6222…`): a
+    value must never enter a subject, key or id.
+    """
+    family = subject.split(".", 1)[0] if "." in subject else "note"
+    if find_sensitive(family):
+        family = "note"
+    return f"{family}.{stable_id(subject, content)[:10]}"

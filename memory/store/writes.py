@@ -44,6 +44,7 @@ from memory.store.records import (
     clean_text,
     is_raw_turn,
     namespace,
+    neutral_subject,
     normalize_text,
     stable_id,
     turn_ids,
@@ -65,18 +66,6 @@ text's start, but a multi-megabyte row would still stall cleaning and indexing."
 def _text(value: Any) -> str:
     """Return a record's `value` as the text the privacy screen reads and redacts."""
     return "" if value is None else str(value)
-
-
-def neutral_subject(subject: str, content: str) -> str:
-    """Return a subject that holds no value: the family of `subject` and a hash.
-
-    Used when a subject would carry something sensitive (`note.我的银行卡号是6222…`): a
-    value must never enter a subject, key or id.
-    """
-    family = subject.split(".", 1)[0] if "." in subject else "note"
-    if find_sensitive(family):
-        family = "note"
-    return f"{family}.{stable_id(subject, content)[:10]}"
 
 
 def _probe(user_id: UserId, words: str) -> MemoryRecord:
