@@ -88,7 +88,10 @@ _EN_FORMS = [
         rf"{_EN_MY}{_EN_MOD}{_EN_REL}(?i:s?(?:'s)?\s+(?:name\s+is|is\s+called|is\s+named|"
         rf"goes\s+by|is))\s+{_EN_NAME}"
     ),
-    re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL},?\s+{_EN_NAME}\b"),
+    # "my sister Lena …"; with a comma only when the name is set off: "my son, Tom, …"
+    # ("my son, Thankfully, …" sets off an adverb, which ends in -ly).
+    re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL}\s+{_EN_NAME}\b"),
+    re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL},\s+(?![A-Za-z]+ly\b){_EN_NAME}(?=[,.!?;]|$)"),
     re.compile(rf"\b{_EN_NAME}(?:\s+is|,)\s+{_EN_MY}{_EN_MOD}{_EN_REL}\b"),
     re.compile(
         rf"(?i:\b(?:have|has|got)\s+an?\s+){_EN_MOD}{_EN_REL}(?i:\s+(?:called|named))\s+{_EN_NAME}"
@@ -145,7 +148,7 @@ def aliases_in(text: str) -> list[tuple[str, str, bool]]:
         for m in pattern.finditer(body):
             name = m.group("name")
             if words is _EN_WORDS:
-                name = " ".join(w for w in name.split() if w not in stop)
+                name = " ".join(w for w in re.sub(r"['’]s$", "", name).split() if w not in stop)
             if not name or name in stop:
                 continue
             relation = words[m.group("rel").casefold() if words is _EN_WORDS else m.group("rel")]

@@ -75,6 +75,8 @@ def texts(found: list[Recalled]) -> list[str]:
         ("I have a younger sister named Lena.", [("sister", "Lena", True)]),
         ("My mom's name is Anna Berg.", [("mother", "Anna Berg", True)]),
         ("my sister Lena just got a job", [("sister", "Lena", False)]),
+        ("My son, Tom, loves trains.", [("son", "Tom", False)]),
+        ("I took my daughter Sara's bike.", [("daughter", "Sara", False)]),
         ("My dog is called Rex and he is old.", [("dog", "Rex", False)]),
         ("我妹妹叫小雨。", [("younger sister", "小雨", True)]),
         ("用户说：我妹妹叫小雨。", [("younger sister", "小雨", True)]),
@@ -84,6 +86,7 @@ def texts(found: list[Recalled]) -> list[str]:
         # Not links: no name, or a name that is not said to be the relation.
         ("My sister is a vet.", []),
         ("My sister is Very tall.", []),
+        ("My son, Thankfully, was fine.", []),
         ("Lena just got a job as a vet in Vienna.", []),
         ("我妹妹是老师。", []),
         ("小雨在杭州当老师。", []),
