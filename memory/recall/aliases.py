@@ -80,7 +80,11 @@ _EN_NAME = r"(?P<name>[A-Z][a-zA-Z'\-]+(?:\s+[A-Z][a-zA-Z'\-]+)?)"
 _EN_NOT_NAMES = frozenset(
     _words(
         "I I'm A An The And But So Then My Our He She They We It This That Who What Where When "
-        "How Why Is Was Are Very Really Just Now Still Also Not"
+        "How Why Is Was Are Very Really Just Now Still Also Not Yes No Well Anyway However "
+        # Words that open a clause before a comma ("Thankfully, my son's ok").
+        "Thankfully Luckily Fortunately Unfortunately Sadly Hopefully Honestly Actually "
+        "Basically Obviously Apparently Surprisingly Finally Recently Lately Besides Today "
+        "Yesterday Tomorrow Tonight Meanwhile Otherwise Plus Oh Wow Sure Okay"
     )
 )
 _EN_FORMS = [
@@ -88,10 +92,9 @@ _EN_FORMS = [
         rf"{_EN_MY}{_EN_MOD}{_EN_REL}(?i:s?(?:'s)?\s+(?:name\s+is|is\s+called|is\s+named|"
         rf"goes\s+by|is))\s+{_EN_NAME}"
     ),
-    # "my sister Lena …"; with a comma only when the name is set off: "my son, Tom, …"
-    # ("my son, Thankfully, …" sets off an adverb, which ends in -ly).
+    # "my sister Lena …"; with a comma only when the name is set off: "my son, Tom, …".
     re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL}\s+{_EN_NAME}\b"),
-    re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL},\s+(?![A-Za-z]+ly\b){_EN_NAME}(?=[,.!?;]|$)"),
+    re.compile(rf"{_EN_MY}{_EN_MOD}{_EN_REL},\s+{_EN_NAME}(?=[,.!?;]|$)"),
     re.compile(rf"\b{_EN_NAME}(?:\s+is|,)\s+{_EN_MY}{_EN_MOD}{_EN_REL}\b"),
     re.compile(
         rf"(?i:\b(?:have|has|got)\s+an?\s+){_EN_MOD}{_EN_REL}(?i:\s+(?:called|named))\s+{_EN_NAME}"

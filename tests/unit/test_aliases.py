@@ -86,7 +86,8 @@ def texts(found: list[Recalled]) -> list[str]:
         # Not links: no name, or a name that is not said to be the relation.
         ("My sister is a vet.", []),
         ("My sister is Very tall.", []),
-        ("My son, Thankfully, was fine.", []),
+        ("Thankfully, my son's ok.", []),
+        ("Emily, my sister, called.", [("sister", "Emily", False)]),
         ("Lena just got a job as a vet in Vienna.", []),
         ("我妹妹是老师。", []),
         ("小雨在杭州当老师。", []),
