@@ -17,10 +17,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from langgraph.store.memory import InMemoryStore
 from scale_checks import leaks
 
 from agent.runner import Session, open_session
 from graphs.settings import Settings
+from memory.access import AccessPolicy
 from memory.backends import BackendConfig, open_backends
 from memory.recall.aliases import aliases_in, relations_in
 from memory.recall.search import Recalled
@@ -36,6 +38,14 @@ EN = [
     "I work as a nurse in Oslo.",
     "My brother plays the guitar.",
 ]
+ACCESS = AccessPolicy.from_dict(
+    {
+        "agents": {
+            "pre-sales": {"read": ["*"], "write": ["*"]},
+            "after-sales": {"read": ["*"], "write": ["*"], "scopes": {"support.": "agent"}},
+        }
+    }
+)
 ZH = [
     "我妹妹叫小雨。",
     "我喜欢下棋。",
@@ -182,3 +192,19 @@ def test_a_hard_forget_leaves_nothing_of_the_link_on_disk(tmp_path: Path) -> Non
             service.forget("ed", named[0].id, hard=True)
         assert not any("Zofia" in t for t in texts(service.search("ed", question, k=6)))
         assert leaks(home, ["Zofia"], []) == []
+
+
+def test_a_link_private_to_another_agent_never_applies(index) -> None:
+    store = InMemoryStore()
+    pre, after = (
+        MemoryService(store, index, agent_id=a, access=ACCESS) for a in ("pre-sales", "after-sales")
+    )
+    pre.add("acme", "Lena just got a job as a vet in Vienna.", subject="people.lena")
+    pre.add("acme", "User works as a nurse in Oslo.", subject="work.job")
+    before = [r.record.content for r in pre.search("acme", Q_WORK, k=4)]
+    # after-sales keeps what it writes under support.* to itself.
+    (private,) = after.add("acme", "User's sister is called Lena.", subject="support.family")
+    assert private.record.scope == "agent"
+    assert "Lena just got a job" in after.search("acme", Q_WORK, k=4)[0].record.content
+    assert [r.record.content for r in pre.search("acme", Q_WORK, k=4)] == before
+    assert "Lena just got a job" not in before[0]
