@@ -220,7 +220,7 @@ def recording_rank() -> Iterator[list[dict[str, Any]]]:
 
     def spy(query: str, dense: Any, lexical: Any, records: Any, now: Any, **kw: Any) -> Any:
         calls.append({"query": query, "dense": list(dense), "lexical": list(lexical),
-                      "live": dict(records), "now": now})  # fmt: skip
+                      "live": dict(records), "now": now, "names": kw.get("names")})  # fmt: skip
         return real(query, dense, lexical, records, now, **kw)
 
     ranking.rank = spy
@@ -271,7 +271,8 @@ def ask_all(
                         dict.fromkeys(dia_of(r.record) for r in found if r.why != "core")
                     ),
                     window=find_window(q.question, conv.now),
-                    names=ranking.names_in(q.question),
+                    # The names `search` passed (with those its aliases add), else the query's.
+                    names=c["names"] if c["names"] is not None else ranking.names_in(q.question),
                     everything=everything,
                 )
             )

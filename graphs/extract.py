@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 import prompts
 from graphs.messages import text_of
 from memory import Recalled
-from memory.extraction import Extraction, coerce_extraction, salvage_json
+from memory.extraction import Extraction, asks_to_forget, coerce_extraction, salvage_json
 from memory.recall.block import quote
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,28 @@ def parsed(out: Any) -> Extraction:
     """Read extraction output (with `include_raw=True`), salvaging what validates."""
     found = structured(out)
     return Extraction() if found is None else coerce_extraction(found)
+
+
+def gate_forget(extraction: Extraction, said: Sequence[str]) -> Extraction:
+    """Keep a model's forget requests only if the user's words ask to forget.
+
+    A small model may copy its reply, or the statement it just extracted, into `forget`
+    (SmolLM2 did), and the agent would forget what the user had just said. The offline
+    understanding model (`asks_to_forget`) has the last word: when none of the messages
+    asks to forget, the requests are logged and dropped and the rest of the extraction
+    is kept.
+
+    Args:
+        extraction: The model's extraction.
+        said: The texts of the user messages it was extracted from.
+    """
+    if not extraction.forget or any(asks_to_forget(text) for text in said):
+        return extraction
+    log.warning(
+        "ignored %d forget request(s) of the model: the user's message does not ask to forget",
+        len(extraction.forget),
+    )
+    return extraction.model_copy(update={"forget": []})
 
 
 def structured(out: Any) -> Any:

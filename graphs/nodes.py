@@ -27,7 +27,14 @@ from graphs.context import Context, own_thread, user_of
 from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, rewrite, strangers
 
 __all__ = ["SEARCH_EXPIRED", "AgentDeps", "MemoryNodes"]
-from graphs.extract import EXTRACTION_SCHEMA, RELATED_MEMORIES, extraction_messages, parsed, related
+from graphs.extract import (
+    EXTRACTION_SCHEMA,
+    RELATED_MEMORIES,
+    extraction_messages,
+    gate_forget,
+    parsed,
+    related,
+)
 from graphs.messages import (
     InvalidMessage,
     check_message,
@@ -294,7 +301,11 @@ class MemoryNodes:
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}
-        return {"extraction": parsed(out).model_dump()}
+        # A forget is acted on only when the user's words ask for one, never on the model's alone.
+        extraction = await asyncio.to_thread(
+            gate_forget, parsed(out), [text_of(m) for m in pending]
+        )
+        return {"extraction": extraction.model_dump()}
 
     async def save(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Save the turn through the memory API, then carry its outcome into the thread."""

@@ -20,7 +20,7 @@ from memory.index.embeddings import embed_queries
 from memory.lexical.changes import LexicalSnapshots
 from memory.lexical.snapshot import UserIndex
 from memory.lifecycle import Policy
-from memory.recall import ranking
+from memory.recall import aliases, ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
@@ -138,13 +138,33 @@ class Recall:
         snap = self.snapshots.current(user_id, now)
         records = snap.records
         lexical = snap.bm25.search(query, CANDIDATES) if query.strip() else []
+        # "My sister" also means the Lena the user named (one hop, read from the user's own
+        # naming statements, re-checked like any hit): `memory.recall.aliases`.
+        names: list[str] | None = None
+        hop = None
+        if lexical:
+            hop = aliases.hop(
+                query,
+                lexical,
+                snap.bm25.search_terms,
+                records,
+                lambda ids: self._may_link(user_id, ids, records, now),
+                names=ranking.names_in(query),
+            )
+            if hop is not None:
+                lexical, names = hop.lexical, hop.names
         dense: list[tuple[str, float]] = []
         if self.index is not None and query.strip():
             try:
-                vector = embed_queries(self.index.embedder, [query])[0]
-                hits = self.index.query(user_id, vector, CANDIDATES)
+                asked = [query, *(hop.queries if hop is not None else ())]
+                vectors = embed_queries(self.index.embedder, asked)
+                hits = self.index.query(user_id, vectors[0], CANDIDATES)
                 dense = [(h.id, h.similarity) for h in hits]
-                missing = [(h.kind, h.id) for h in hits if h.id not in records]
+                if hop is not None and hop.queries:
+                    more = [self.index.query(user_id, v, CANDIDATES) for v in vectors[1:]]
+                    dense = hop.dense(dense, [[(h.id, h.similarity) for h in m] for m in more])
+                    hits += [h for m in more for h in m]
+                missing = list(dict.fromkeys((h.kind, h.id) for h in hits if h.id not in records))
                 if missing:  # written elsewhere and not (yet) in the change log we read
                     with self.locks.local(user_id):
                         found = self.reader.get_many(user_id, missing).values()
@@ -171,7 +191,7 @@ class Recall:
         # Raw conversation turns come back when their words match, or above the episode
         # floor of the encoder and the query's language (`ranking.episode_floor`).
         ranked = ranking.rank(
-            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10
+            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10, names=names
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
@@ -249,6 +269,17 @@ class Recall:
             )
             found += [r for r in soon if r.is_recallable(now)]
         return heapq.nlargest(want, found, key=lambda r: r.updated_at)
+
+    def _may_link(
+        self, user_id: UserId, ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
+    ) -> set[str]:
+        """Return the records, of `ids`, that may make an alias.
+
+        The store must still have them, recallable and readable by this agent: the lexical
+        snapshot may lag a forget made elsewhere.
+        """
+        fresh = self.reader.get_many(user_id, [(records[i].kind, i) for i in ids if i in records])
+        return {i for i, r in fresh.items() if r.is_recallable(now) and self.reader.may_read(r)}
 
     def _rank_config(self) -> ranking.RankConfig:
         return ranking.RankConfig(
