@@ -62,10 +62,15 @@ def extraction_messages(
     return [system, *pending]
 
 
-def parsed(out: Any) -> Extraction:
-    """Read extraction output (with `include_raw=True`), salvaging what validates."""
+def parsed(out: Any, said: Sequence[str]) -> Extraction:
+    """Read extraction output (with `include_raw=True`), salvaging what validates.
+
+    Args:
+        out: What the structured-output call returned.
+        said: The texts of the user messages it was extracted from (`gate_forget`).
+    """
     found = structured(out)
-    return Extraction() if found is None else coerce_extraction(found)
+    return gate_forget(Extraction() if found is None else coerce_extraction(found), said)
 
 
 def gate_forget(extraction: Extraction, said: Sequence[str]) -> Extraction:

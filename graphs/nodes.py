@@ -25,16 +25,7 @@ import prompts
 from graphs.background import schedule_flush
 from graphs.context import Context, own_thread, user_of
 from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, rewrite, strangers
-
-__all__ = ["SEARCH_EXPIRED", "AgentDeps", "MemoryNodes"]
-from graphs.extract import (
-    EXTRACTION_SCHEMA,
-    RELATED_MEMORIES,
-    extraction_messages,
-    gate_forget,
-    parsed,
-    related,
-)
+from graphs.extract import EXTRACTION_SCHEMA, RELATED_MEMORIES, extraction_messages, parsed, related
 from graphs.messages import (
     InvalidMessage,
     check_message,
@@ -50,13 +41,7 @@ from graphs.models import ainvoke_structured
 from graphs.settings import Settings
 from graphs.state import State
 from graphs.summarize import summarize_thread
-from graphs.tools import (
-    SEARCH_MEMORY,
-    TOOLS,
-    render_results,
-    search_memory_tool,
-    with_tools,
-)
+from graphs.tools import SEARCH_MEMORY, TOOLS, render_results, search_memory_tool, with_tools
 from graphs.window import (
     ANSWER_RESERVE_TOKENS,
     ContextOverflow,
@@ -69,6 +54,8 @@ from memory.backends import ensure_postgres_indexes
 from memory.extraction import Extraction, coerce_extraction
 from memory.recall.block import format_block
 from memory.text import Lang, language_of
+
+__all__ = ["SEARCH_EXPIRED", "AgentDeps", "MemoryNodes"]
 
 log = logging.getLogger(__name__)
 MAX_TOOL_ROUNDS = 2
@@ -301,10 +288,8 @@ class MemoryNodes:
         except Exception as exc:  # the turn must succeed even when extraction cannot
             log.warning("extraction failed, nothing remembered this turn: %s", exc)
             return {"extraction": Extraction().model_dump()}
-        # A forget is acted on only when the user's words ask for one, never on the model's alone.
-        extraction = await asyncio.to_thread(
-            gate_forget, parsed(out), [text_of(m) for m in pending]
-        )
+        # A forget is acted on only when the user's words ask for one (`gate_forget`).
+        extraction = await asyncio.to_thread(parsed, out, [text_of(m) for m in pending])
         return {"extraction": extraction.model_dump()}
 
     async def save(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
