@@ -217,8 +217,9 @@ def _parser(full: bool = True) -> argparse.ArgumentParser:
     )
     add.add_argument(
         "--subject",
-        help="dotted key, e.g. profile.city (same subject supersedes; default: a neutral "
-        "note.<id>, never words of the statement)",
+        help="dotted key, e.g. profile.city (same subject supersedes; default: the family's "
+        "key for a home, employer, age or name, else a neutral note.<id>, never words of the "
+        "statement)",
     )
     add.add_argument("--date", type=_date, help="event date, YYYY-MM-DD")
     actions["import"].add_argument("path", help="the JSON-lines file (one memory a line)")

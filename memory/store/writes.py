@@ -51,7 +51,7 @@ from memory.store.records import (
     utcnow,
 )
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
-from memory.understanding import replaces_subject, slot_of
+from memory.understanding import UPDATE_SUBJECT, read_utterance, replaces_subject, slot_of
 
 log = logging.getLogger(__name__)
 TURN_CHARS = 2000
@@ -132,11 +132,15 @@ class MemoryWriter:
         confidence: float,
         event_date: str | None,
     ) -> Extraction:
-        """Return the extraction that `MemoryService.add` saves: one stated memory."""
+        """Return the extraction `MemoryService.add` saves: one stated memory.
+
+        With no subject, a one-value family's statement (home, work, age, name) takes the
+        family's subject ("I live in Munich." replaces Berlin), anything else a neutral key.
+        """
+        slot = UPDATE_SUBJECT.get(read_utterance(content).family) if subject is None else None
         cand = CandidateMemory(
             kind=kind,
-            # A neutral key: a value said in the statement never enters a subject.
-            subject=subject or f"note.{stable_id('note', normalize_text(content))[:10]}",
+            subject=subject or slot or f"note.{stable_id('note', normalize_text(content))[:10]}",
             content=content,
             value=value,
             confidence=confidence,
@@ -593,5 +597,4 @@ class MemoryWriter:
 
 def _reached(hard: bool) -> tuple[str, ...]:
     """Return the statuses of the copies a change reaches; a hard delete reaches all."""
-    live = ("active", "archived")
-    return (*live, "forgotten", "superseded", "expired") if hard else live
+    return ("active", "archived", "forgotten", "superseded", "expired")[: 5 if hard else 2]

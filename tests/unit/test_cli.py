@@ -285,3 +285,16 @@ def test_the_cli_reads_dot_env_without_overriding_the_environment(
         monkeypatch.setenv("MEMORY_AGENT_DOTENV", off)
         code, out, _ = cli(capsys, "memories", "add", "--user", "bob", "User likes tea.", "--json")
         assert json.loads(out)[0]["record"]["agent_id"] == "memory-agent"
+
+
+def test_adding_a_new_home_without_a_subject_supersedes_the_old_one(capsys) -> None:
+    # "I live in Berlin." then "I live in Munich.": one home, whatever key the user gave.
+    code, _, _ = cli(capsys, "memories", "add", "--user", "mover", "I live in Berlin.")
+    assert code == 0
+    code, out, _ = cli(capsys, "memories", "add", "--user", "mover", "我现在住在慕尼黑。")
+    assert code == 0 and "supersedes" in out
+    code, out, _ = cli(capsys, "memories", "list", "--user", "mover")
+    assert "慕尼黑" in out and "Berlin" not in out
+    # A statement of no one-value family keeps a neutral key (no value enters a subject).
+    code, out, _ = cli(capsys, "memories", "add", "--user", "mover", "I like chess.")
+    assert "note." in out
