@@ -74,7 +74,7 @@ async def summarize_thread(
         # Where an item came from is found here, never taken from the model's word.
         new = ThreadSummary.model_validate(structured(out)).model_copy(update={"sources": {}})
         summary = merge_summary(previous, new)
-        summary = screen_summary(summary, lambda items: [redact(i) for i in items])
+        summary = summary.rewritten(lambda item, _: redact(item))
         summary = await asyncio.to_thread(
             screen_summary, summary, lambda items: service.unforgotten(user, items)
         )

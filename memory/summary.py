@@ -8,7 +8,7 @@ a user forgets leaves the summary item by item, however the summarizer worded it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
@@ -90,12 +90,13 @@ def merge(previous: ThreadSummary | None, new: ThreadSummary) -> ThreadSummary:
 
 
 def screen(summary: ThreadSummary, keep: Callable[[list[str]], list[str]]) -> ThreadSummary:
-    """Return the summary with each item passed through `keep` (e.g. to drop forgotten items).
+    """Return the summary with only the items `keep` keeps (e.g. to drop forgotten items).
 
-    `keep` takes and returns a list, so it may be a batch check; an item it drops (an empty
-    list back) is gone, one it rewrites keeps its sources.
+    `keep` is called once with every item (a batch check, such as one store read); the
+    items it returns stay, with their sources.
     """
-    return summary.rewritten(lambda item, _: next(iter(keep([item])), None))
+    kept = set(keep(summary.items()))
+    return summary.rewritten(lambda item, _: item if item in kept else None)
 
 
 def attribute(summary: ThreadSummary, statements: Sequence[tuple[str, str]]) -> ThreadSummary:
@@ -127,15 +128,6 @@ def came_from(item: str, statement: str) -> bool:
         return True
     theirs = set(tokenize(statement))
     return bool(theirs) and len(set(tokenize(item)) & theirs) >= SOURCE_OVERLAP * len(theirs)
-
-
-def without(summary: ThreadSummary, gone: Collection[str]) -> ThreadSummary:
-    """Return the summary without the items that came only from statements in `gone`."""
-    if not gone:
-        return summary
-    return summary.rewritten(
-        lambda item, said: None if said and all(sid in gone for sid in said) else item
-    )
 
 
 def render(summary: ThreadSummary, covered: int, zh: bool = False) -> str:

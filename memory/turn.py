@@ -24,7 +24,7 @@ from memory.privacy.screen import describe as describe_withheld
 from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
 from memory.store.records import Source, UserId, is_raw_turn
-from memory.summary import ThreadSummary, without
+from memory.summary import ThreadSummary
 from memory.text.phrases import Phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
 from memory.understanding import read_utterances
@@ -127,14 +127,13 @@ class ThreadCuts:
         """
 
         def cut(item: str, said: list[str]) -> str | None:
-            kept = self.items([item])
-            if not kept:
-                return None
-            if kept[0] == item and any(sid in self.statement_ids for sid in said):
+            gone = [sid in self.statement_ids for sid in said]
+            kept = self.items([item]) if not (gone and all(gone)) else []
+            if not kept or (kept[0] == item and any(gone)):
                 return None
             return kept[0]
 
-        return without(summary, self.statement_ids).rewritten(cut)
+        return summary.rewritten(cut)
 
     def value(self, value: Any, zh: bool, *, screen: bool = True) -> Any:
         """Return a JSON-like value (tool-call arguments, working memory) rewritten."""
