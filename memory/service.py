@@ -92,6 +92,8 @@ class MemoryService:
         self.access = access
         # Shared with every service on this store; the lexical snapshots are this one's.
         self._locks = UserLocks.of(store)
+        if index is not None and self._locks.shared is not None:
+            index.lock_across_processes(self._locks.shared)
         self._reader = StoreReader(store, agent_id, access)
         self._snapshots = LexicalSnapshots(
             store, self._reader, self._locks, LexicalIndexes(pin=pin)

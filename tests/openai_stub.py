@@ -29,6 +29,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import deque
@@ -157,6 +158,18 @@ class Recorded:
     at: float = field(default_factory=time.monotonic)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A threading server that does not print a traceback when a client hangs up.
+
+    A client that gives up (a timeout, a retry on a new connection) resets its socket; the
+    base class prints that to stderr, where tests of the CLI read the agent's own output.
+    """
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class OpenAIStub:
     """A scripted OpenAI-compatible server on 127.0.0.1 (a background thread).
 
@@ -197,7 +210,7 @@ class OpenAIStub:
         class _Handler(_RequestHandler):
             owner = stub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="openai-stub", daemon=True

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from memory.index import files as chroma_files
+from memory.index.collection_locks import CollectionLocks
 from memory.index.embeddings import Embedder
 from memory.index.entries import (
     FINGERPRINT_LAYOUT,
@@ -59,6 +60,7 @@ from memory.index.layout import (
     to_shard,
     write_rows,
 )
+from memory.store.locks import PostgresWriterLocks
 from memory.store.records import MemoryRecord, user_key
 
 if TYPE_CHECKING:
@@ -141,9 +143,9 @@ class ChromaIndex:
         self._with_texts: set[str] = set()  # collections that may hold v2-doc texts
         self._shared: dict[str, float] = {}  # user key -> when it was seen without its own
         self._lock = threading.Lock()
-        # Held by writes and by a compaction: this process writes nothing into a
-        # collection while it is being rewritten.
-        self._writes = threading.RLock()
+        # Held by writes and by a compaction: no process writes into a collection while
+        # it is being rewritten.
+        self._writes = CollectionLocks(IndexUnavailable)
 
     @classmethod
     def open(
@@ -306,6 +308,13 @@ class ChromaIndex:
         except Exception as exc:
             raise IndexUnavailable(f"{self.location}: {exc.__class__.__name__}: {exc}") from exc
 
+    def lock_across_processes(self, locks: PostgresWriterLocks) -> None:
+        """Make writes and compactions wait on other processes' (see `CollectionLocks`).
+
+        `MemoryService` calls it for a store on Postgres, the store processes share.
+        """
+        self._writes.across = locks
+
     # --- writes --------------------------------------------------------------------------
 
     def upsert(self, records: list[MemoryRecord]) -> None:
@@ -323,10 +332,10 @@ class ChromaIndex:
             part = records[start : start + UPSERT_BATCH]
             vectors = np.asarray(self.embedder.embed([index_text(r) for r in part]), np.float32)
             op = upsert_op(key, user_id, part, vectors, self._with_texts)
-            with self._writes:
+            with self._writes.writing(self._shard_name(user_id)):
                 shared = self._at_home(user_id, op, fresh=True)
         if shared:
-            with self._writes:
+            with self._writes.writing(self._shard_name(user_id)):
                 self._promote_if_large(user_id)
 
     def _promote_if_large(self, user_id: str) -> None:
@@ -389,7 +398,7 @@ class ChromaIndex:
             wanted = [shard_entry_id(key, i) for i in ids] if shared else list(ids)
             store._collection.delete(ids=wanted)
 
-        with self._writes:
+        with self._writes.writing(self._shard_name(user_id)):
             self._at_home(user_id, op, fresh=True)
 
     def erase(self, user_id: str, ids: list[str]) -> None:
@@ -432,7 +441,7 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return had_own or bool(rows)
 
-        with self._writes:
+        with self._writes.writing(self._shard_name(user_id)):
             touched_shard = self._guarded(drop)
         if purge:
             if touched_shard:
@@ -455,21 +464,21 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return len(rows)
 
-        with self._writes:
+        with self._writes.writing(self._shard_name(user_id)):
             return self._guarded(strays)
 
     def reset(self) -> None:
         """Drop every collection of the index (a full `reindex` writes them anew)."""
-        with self._writes:
-            for name in self._guarded(lambda: collection_names(self.client)):
+        for name in self._guarded(lambda: collection_names(self.client)):
+            with self._writes.writing(name, rewrite=True):
                 self._evict(name)
                 self._guarded(functools.partial(self.client.delete_collection, name))
-            with self._lock:
-                self._shared.clear()
+        with self._lock:
+            self._shared.clear()
         self.purge_files()
 
     def _compact(self, name: str) -> None:
-        with self._writes:
+        with self._writes.writing(name, rewrite=True):
             self._evict(name)
             self._guarded(lambda: compact(self.client, name))
             self._evict(name)
@@ -508,9 +517,10 @@ class ChromaIndex:
         if old.count() > self.promote_at:
             return 0
         key = name[len(COLLECTION_PREFIX) :]
-        store = self._open(shard_name(key, self.shards), create=True)
+        shard = shard_name(key, self.shards)
+        store = self._open(shard, create=True)
         assert store is not None
-        with self._writes:
+        with self._writes.writing(shard):
             for rows in read_rows(old):
                 write_rows(store._collection, to_shard(rows, key))
             self.client.delete_collection(name)

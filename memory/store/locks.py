@@ -42,6 +42,12 @@ def in_worker_thread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
     return wrapper
 
 
+def _advisory_key(text: str) -> int:
+    """Return a signed 64-bit advisory-lock key for a text (a hash: ids never collide by design)."""
+    digest = hashlib.sha256(text.encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
 class WriterLockTimeout(RuntimeError):
     """Another process kept a user's memories locked for too long."""
 
@@ -112,8 +118,7 @@ class PostgresWriterLocks:
     @staticmethod
     def key(user_id: str) -> int:
         """Return the advisory-lock key of a user (a signed 64-bit hash of the id)."""
-        digest = hashlib.sha256(f"memory-agent:{user_id}".encode()).digest()
-        return int.from_bytes(digest[:8], "big", signed=True)
+        return _advisory_key(f"memory-agent:{user_id}")
 
     def _query(self, sql: str, key: int) -> bool:
         # A dropped session took every lock it held with it.
@@ -126,14 +131,35 @@ class PostgresWriterLocks:
         Raises:
             WriterLockTimeout: If another process holds it for longer than `timeout`.
         """
-        key = self.key(user_id)
+        with self._held(self.key(user_id), f"the memories of user {user_id!r}", shared=False):
+            yield
+
+    @contextmanager
+    def hold_collection(self, name: str, *, exclusive: bool) -> Iterator[None]:
+        """Hold the lock of an index collection: shared to write into it, exclusive to rewrite it.
+
+        Users of different processes write into one shared shard at once; a compaction
+        copies the shard into a new collection, and a write landing in the old one meanwhile
+        would be lost (or a deleted vector copied back). Writers share the lock; a
+        compaction holds it alone.
+
+        Raises:
+            WriterLockTimeout: If another process holds it for longer than `timeout`.
+        """
+        key = _advisory_key(f"memory-agent-collection:{name}")
+        with self._held(key, f"the index collection {name}", shared=not exclusive):
+            yield
+
+    @contextmanager
+    def _held(self, key: int, what: str, *, shared: bool) -> Iterator[None]:
+        mode = "_shared" if shared else ""
         deadline = time.monotonic() + self.timeout
         delay = 0.005
-        while not self._query("SELECT pg_try_advisory_lock(%s)", key):
+        while not self._query(f"SELECT pg_try_advisory_lock{mode}(%s)", key):
             if time.monotonic() > deadline:
                 raise WriterLockTimeout(
-                    f"another process has held the memories of user {user_id!r} for more "
-                    f"than {self.timeout:.0f}s; nothing was written"
+                    f"another process has held {what} for more than {self.timeout:.0f}s; "
+                    "nothing was written"
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
@@ -141,9 +167,9 @@ class PostgresWriterLocks:
             yield
         finally:
             try:
-                self._query("SELECT pg_advisory_unlock(%s)", key)
+                self._query(f"SELECT pg_advisory_unlock{mode}(%s)", key)
             except Exception as exc:  # the session is gone, and its locks with it
-                log.warning("could not release the writer lock of %r: %s", user_id, exc)
+                log.warning("could not release the lock of %s: %s", what, exc)
 
     def close(self) -> None:
         """Close the lock connection (locks still held are released by Postgres)."""
