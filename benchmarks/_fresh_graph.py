@@ -27,14 +27,21 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-FRESH = Path(__file__).resolve().parent / "data" / "understanding_fresh.json"
+DATA = Path(__file__).resolve().parent / "data"
+FRESH_SETS = {
+    "fresh": DATA / "understanding_fresh.json",
+    "fresh2": DATA / "understanding_fresh2.json",
+}
+"""The fresh sets: the first written by the project after training (its misses were then
+read, and train-only corpus lines written for them), the second written blind by a second
+author who saw no rule, corpus line or test, after the misses of the first were fixed."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
 
-def load_fresh() -> dict[str, Any]:
-    """Return the fresh set."""
-    data: dict[str, Any] = json.loads(FRESH.read_text(encoding="utf-8"))
+def load_fresh(name: str = "fresh") -> dict[str, Any]:
+    """Return a fresh set (`FRESH_SETS`)."""
+    data: dict[str, Any] = json.loads(FRESH_SETS[name].read_text(encoding="utf-8"))
     return data
 
 
@@ -53,13 +60,13 @@ def _typed(saved: list[str]) -> bool:
     )
 
 
-async def run_fresh(lang: str, home: str) -> dict[str, Any]:
-    """Play one language of the fresh set through the compiled graph; return the figures."""
+async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]:
+    """Play one language of a fresh set through the compiled graph; return the figures."""
     from agent.runner import open_session
     from graphs.settings import Settings
     from memory.backends import BackendConfig
 
-    part = load_fresh()[lang]
+    part = load_fresh(name)[lang]
     statements: list[str] = part["statements"]
     questions: list[tuple[str, list[str]]] = [(q, w) for q, w in part["questions"]]
     distractors: list[str] = part["distractors"]

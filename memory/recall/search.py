@@ -24,7 +24,7 @@ from memory.recall import aliases, ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
-from memory.understanding import family_prefixes, read_utterance
+from memory.understanding import family_prefixes, read_utterance, slot_of
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -181,10 +181,18 @@ class Recall:
         if family:
             # Lifted just above the relevance floor: a candidate, never above a real match
             # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
-            lift = ranking.tuned(self._rank_config(), query).relevance_floor + 0.05
+            # What a user has one of (a slot: home, employer, age) is the answer itself: its
+            # record is lifted level with the best match ("我在哪上班？" and "我跳槽了，现在在
+            # 小米。" share no word, and the encoder puts them apart).
+            floor = ranking.tuned(self._rank_config(), query).relevance_floor + 0.05
+            best = max((sim for _, sim in dense), default=floor)
+
+            def lift(i: str) -> float:
+                return best if slot_of(snap.records[i].subject) else floor
+
             have = {i for i, _ in dense}
-            dense = [(i, max(sim, lift) if i in family else sim) for i, sim in dense]
-            dense += [(i, lift) for i in family if i not in have]
+            dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]
+            dense += [(i, lift(i)) for i in family if i not in have]
         for i, _ in dense:
             if i not in live and i in records and records[i].is_recallable(now):
                 live[i] = records[i]

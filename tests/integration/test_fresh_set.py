@@ -5,6 +5,10 @@ after the understanding model was trained and kept out of its corpus
 (`benchmarks/data/understanding_fresh.json`), played to the real graph on the embedded
 default (SQLite and embedded Chroma in a temporary home) by `benchmarks/_fresh_graph.py`,
 the runner `benchmarks/understanding.py --graph` prints.
+
+The second set (`understanding_fresh2.json`), written blind by a second author, is not held
+to the targets here: it misses them (issue 22's closing note), and a test pinned to today's
+misses could not fail. The benchmark prints it; this file checks it stays out of the corpus.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from memory.understanding.corpus import TRAIN_ONLY, read_sources
 pytestmark = pytest.mark.integration
 
 
-def test_the_fresh_set_is_in_no_corpus_split() -> None:
+@pytest.mark.parametrize("name", ["fresh", "fresh2"])
+def test_the_fresh_set_is_in_no_corpus_split(name: str) -> None:
     corpus = {u.text for u in read_sources()} | {u.text for u in read_sources(names=TRAIN_ONLY)}
-    for part in (load_fresh()[lang] for lang in ("en", "zh")):
+    for part in (load_fresh(name)[lang] for lang in ("en", "zh")):
         said = [*part["statements"], *part["forgets"], *part["distractors"]]
         said += [line for pair in part["updates"] for line in pair]
         # (The questions are what anyone asks, "Where do I live?": the corpus has them too.)
@@ -38,10 +43,6 @@ async def test_the_fresh_set_through_the_compiled_graph(lang: str, tmp_path: Pat
     report = json.dumps(got, ensure_ascii=False, indent=1)
     assert got["typed"] >= 10, report
     assert got["recalled"] == 12, report
-    if lang == "zh" and [u["update"] for u in got["update_details"]] == ["我跳槽了，现在在小米。"]:
-        # Known shortfall: the new employer is filed under work.company, but the family lift
-        # in recall stays just above the floor (higher, it floods Chinese paraphrase recall).
-        pytest.xfail("'我跳槽了，现在在小米。' is not recalled for '我在哪上班？'")
     assert got["updates"] == 3, report
     assert got["dinner"]["brings"] == got["dinner"]["of"], report
     if (

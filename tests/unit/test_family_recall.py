@@ -62,3 +62,22 @@ def test_that_means_the_latest_statement_to_remember_not_a_request_after_it() ->
     hiking, request = (st.id for st in statements_of(user, "t", said))
     # a statement with no pronoun in it is still the one "那句" means
     assert ids[0] == hiking and request in ids
+
+
+def test_what_a_user_has_one_of_answers_a_question_about_it(service: MemoryService) -> None:
+    # "我在哪上班？" shares no word with "现在在小米", and nearer raw statements crowd a
+    # family's candidates out (they sit just above the floor); the employer is the answer.
+    source = Source(thread_id="t", said_at=T0)
+    employer = "用户说：我跳槽了，现在在小米。"
+    service.save(
+        "u",
+        Extraction(
+            memories=[CandidateMemory(kind="fact", subject="work.company", content=employer)]
+        ),
+        source,
+    )
+    chatter = ["我上班路上总听播客。", "上班的地铁特别挤。", "我上班前喝一杯咖啡。",
+               "我下班后去跑步。", "周末我不上班。", "我同事人都挺好。"]  # fmt: skip
+    service.archive_turns("u", [(f"m{n}", text, "") for n, text in enumerate(chatter)], source)
+    got = [h.record.content for h in service.search("u", "我在哪上班？", 5)]
+    assert employer in got, got
