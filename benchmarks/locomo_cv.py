@@ -2,6 +2,7 @@
 
     python benchmarks/locomo_cv.py [--data PATH] [--encoders local local-e5]
                                    [--limit-questions N] [--rounds 2] [--no-entities]
+                                   [--no-aliases]
 
 (also reachable as ``benchmarks/locomo.py --cv``). For each encoder, every conversation is
 ingested once into a `MemoryService` of its own (as ``service`` in `benchmarks/locomo.py`) and
@@ -693,6 +694,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-entities", action="store_true")
     p.add_argument("--no-plain", action="store_true", help="only the entity-expansion tuning")
     p.add_argument(
+        "--no-aliases",
+        action="store_true",
+        help="recall without `memory.recall.aliases` (the before of its before/after figures)",
+    )
+    p.add_argument(
         "--asked-cache",
         type=Path,
         default=None,
@@ -701,6 +707,10 @@ def main(argv: list[str] | None = None) -> int:
     _common.output_args(p, chart=False)
     args = p.parse_args(argv)
     _common.start(args)
+    if args.no_aliases:
+        from memory.recall import aliases
+
+        aliases.hop = lambda *_, **__: None  # type: ignore[assignment]  # search calls it by name
     result = run_cv(
         args.data.resolve(),
         encoders=args.encoders,
@@ -710,6 +720,7 @@ def main(argv: list[str] | None = None) -> int:
         plain=not args.no_plain,
         asked_cache=args.asked_cache,
     )
+    result["aliases"] = not args.no_aliases
     _common.finish(result, args)
     return 0
 

@@ -48,6 +48,7 @@ def test_scale_benchmark_runs_at_1k_users(tmp_path: Path) -> None:
         assert layout["large_user"]["memories"] == 300
         assert layout["large_user"]["index_query_warm"]["n"] == 40
         assert layout["client_rss_mb"] > 0 and layout["index_disk_bytes"] > 0
+        assert layout["fill_check"] == {"users": 16, "entries_not_as_written": 0}
     turns = embedded["large_user_taking_turns"]
     assert turns["memories"] == 300
     for layout in ("shards", "per_user"):
