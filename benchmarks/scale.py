@@ -426,7 +426,7 @@ def large_pair(backend: str, a: argparse.Namespace, work: Path, pool: PoolEmbedd
         C.log(f"{backend}: one large user per layout, searched taking turns")
         job = {"where": where, "pool": a.pool, "cache_dir": a.cache_dir}
         done = subprocess.run(
-            [sys.executable, __file__, "--pair", json.dumps(job)],
+            [sys.executable, __file__, "--pair"], input=json.dumps(job),
             check=True, capture_output=True, text=True,
         )  # fmt: skip
     return {"memories": a.large, **json.loads(done.stdout)}
@@ -470,7 +470,8 @@ def measure(layout: str, backend: str, sizes: list[int], pool: PoolEmbedder, a: 
         job = {"layout": layout, "where": where, "sizes": sizes, "sample": a.sample,
                "pool": a.pool, "cache_dir": a.cache_dir}  # fmt: skip
         done = subprocess.run(
-            [sys.executable, __file__, "--serve", json.dumps(job)],
+            # On stdin: 100k users' sizes are more than a command line holds.
+            [sys.executable, __file__, "--serve"], input=json.dumps(job),
             check=True, capture_output=True, text=True,
         )  # fmt: skip
         served = json.loads(done.stdout)
@@ -551,9 +552,9 @@ def draw(result: dict[str, Any], plt: Any) -> Any:
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] in ("--serve", "--pair"):
+    if len(sys.argv) == 2 and sys.argv[1] in ("--serve", "--pair"):
         phase = serve if sys.argv[1] == "--serve" else pair
-        print(json.dumps(phase(json.loads(sys.argv[2]))))
+        print(json.dumps(phase(json.loads(sys.stdin.read()))))
         return
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
