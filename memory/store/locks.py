@@ -43,7 +43,7 @@ def in_worker_thread(fn: Callable[P, T]) -> Callable[P, Coroutine[Any, Any, T]]:
 
 
 def _advisory_key(text: str) -> int:
-    """Return a signed 64-bit advisory-lock key for a text (a hash: ids never collide by design)."""
+    """Return a signed 64-bit advisory-lock key for a text (the first 8 bytes of its SHA-256)."""
     digest = hashlib.sha256(text.encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
