@@ -69,6 +69,7 @@ class Session:
         *,
         turn_time: str | None = None,
         on_reply: Callable[[str], None] | None = None,
+        agent_id: str | None = None,
     ) -> TurnResult:
         """Run one user message through the graph and report what happened.
 
@@ -78,6 +79,8 @@ class Session:
             text: The user's message.
             turn_time: ISO time it was said (default: now).
             on_reply: Called with each piece of the reply as soon as it exists.
+            agent_id: The agent that answers, when several share the user's memory under
+                an access policy (default: `settings.agent_id`).
 
         Raises:
             ThreadNotYours: If another user opened the thread (nothing is written to it).
@@ -96,7 +99,7 @@ class Session:
             stream: AsyncIterator[Any] = self.graph.astream(
                 state_in,
                 config,
-                context=Context(user_id=user_id),
+                context=Context(user_id=user_id, agent_id=agent_id),
                 stream_mode=["messages", "values"],
             )
             async for mode, chunk in stream:

@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 import prompts
 from graphs.background import schedule_flush
 from graphs.context import Context, own_thread, user_of
-from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, rewrite, strangers
+from graphs.copies import SEARCH_EXPIRED, admit, admitted, expired_searches, strangers
 from graphs.extract import EXTRACTION_SCHEMA, RELATED_MEMORIES, extraction_messages, parsed, related
 from graphs.messages import (
     InvalidMessage,
@@ -324,7 +324,7 @@ class MemoryNodes:
             "flush": False,
             "turn_time": None,  # a later turn without a time of its own means "now"
         }
-        update.update(rewrite(dict(state), outcome.cuts, start, zh))
+        update.update(outcome.cuts.channels(state, start, zh))
         update["scrubbed"] = bool(update.get("messages"))
         notes = [AIMessage(n, name="memory") for n in outcome.notices]
         update["messages"] = [*update.get("messages", []), *notes]  # [] changes nothing

@@ -21,7 +21,6 @@ from memory.backends import (
     Backends,
     BackendUnavailable,
     aopen_backends,
-    aprune_history,
     open_backends,
 )
 from memory.index.chroma import ChromaIndex, IndexUnavailable
@@ -29,6 +28,7 @@ from memory.recall.retriever import MemoryRetriever
 from memory.recall.search import Recalled
 from memory.service import MemoryService
 from memory.settings import MemorySettings, open_service
+from memory.store.checkpoints import aprune_history
 from memory.store.locks import WriterLockTimeout
 from memory.store.reads import MemoryNotFound
 from memory.store.records import InvalidUserId, MemoryRecord, UserId, check_user_id

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from memory.extraction import CandidateMemory
-from memory.store.records import KINDS, MemoryRecord
+from memory.store.records import KINDS, MemoryRecord, subject_under
 
 USER_SCOPE = "user"
 AGENT_SCOPE = "agent"
@@ -62,7 +62,7 @@ def _pattern(raw: object, where: str) -> str:
 
 
 def _matches(pattern: str, subject: str) -> bool:
-    return pattern == ANY or subject == pattern or subject.startswith(pattern + ".")
+    return pattern == ANY or subject_under(subject, pattern)
 
 
 def _shown(pattern: str, subject: str) -> str:

@@ -400,44 +400,6 @@ async def aopen_backends(config: BackendConfig, *, setup: bool = False) -> Async
         yield Backends(saver, astore, index, config)
 
 
-async def aprune_history(checkpointer: Any, thread_id: str) -> bool:
-    """Keep only the latest checkpoint of a thread; older ones are deleted.
-
-    After a turn redacted a sensitive value or marked forgotten messages, the thread's
-    latest state is clean but its earlier checkpoints (the history `get_state_history`
-    replays) still hold the words. Postgres prunes with the saver's own `aprune`; the
-    embedded SQLite saver has none, so its rows are deleted here, with `secure_delete` so
-    the freed pages are overwritten.
-
-    Returns:
-        True if the history was pruned; False for a checkpointer that cannot prune.
-    """
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    if isinstance(checkpointer, AsyncSqliteSaver):
-        async with checkpointer.lock, checkpointer.conn.cursor() as cur:
-            await cur.execute("PRAGMA secure_delete = ON")
-            await cur.execute(
-                "DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id NOT IN "
-                "(SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = ? "
-                "GROUP BY checkpoint_ns)",
-                (thread_id, thread_id),
-            )
-            await cur.execute(
-                "DELETE FROM writes WHERE thread_id = ? AND checkpoint_id NOT IN "
-                "(SELECT checkpoint_id FROM checkpoints WHERE thread_id = ?)",
-                (thread_id, thread_id),
-            )
-            await checkpointer.conn.commit()
-        return True
-    try:
-        await checkpointer.aprune([thread_id], strategy="keep_latest")
-    except NotImplementedError:
-        log.warning("this checkpointer cannot prune: thread %s keeps its history", thread_id)
-        return False
-    return True
-
-
 _INDEXED: set[str] = set()
 _INDEXED_GUARD = threading.Lock()
 

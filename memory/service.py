@@ -38,6 +38,7 @@ from memory.turn import (
     TurnRecall,
     archivable,
     cuts_of,
+    deletion_cuts,
     describe,
     expiries,
     latest_statements,
@@ -360,7 +361,11 @@ class MemoryService:
             self._recall.mark_recalled(uid, recalled, now or utcnow())
 
     def forget(self, user_id: str, memory_id: str, *, hard: bool = False) -> MemoryRecord:
-        """Forget one memory: soft keeps it in history, hard deletes it from store and index.
+        """Forget one memory: soft keeps it in history, hard deletes it everywhere.
+
+        A hard forget deletes the record, the statements it was said in and its vector, and
+        rewrites the latest state of the user's threads without it (what states it is
+        replaced by a marker) and prunes their history.
 
         Raises:
             MemoryNotFound: If the user has no memory with that id (that this agent may read).
@@ -371,7 +376,17 @@ class MemoryService:
         """
         uid = check_user_id(user_id)
         with self._locks.hold(uid):
-            return self._writer.forget(uid, memory_id, hard=hard)
+            if not hard:
+                return self._writer.forget(uid, memory_id)
+            rec = self._reader.get(uid, memory_id)
+            said = self._reader.get_many(uid, [("episode", s) for s in rec.source.statement_ids])
+            cuts = deletion_cuts(rec, said.values())
+            self._writer.forget(uid, memory_id, hard=True)
+            if self.checkpointer is not None:
+                # The user's threads may quote it (a reply, the memory block, a summary).
+                self._threads.rewrite_owned(uid, self.checkpointer, cuts.rewrite_thread)
+                purge_sqlite(self.checkpointer)
+            return rec
 
     def import_records(
         self, user_id: str, rows: Iterable[dict[str, Any]], *, progress: Progress | None = None

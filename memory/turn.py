@@ -11,10 +11,12 @@ derived from that outcome: `TurnOutcome.cuts` is the one rule that rewrites them
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from memory.access import describe_refused
 from memory.extraction import Extraction, asks_to_forget, is_question
@@ -23,9 +25,9 @@ from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, 
 from memory.privacy.screen import describe as describe_withheld
 from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
-from memory.store.records import Source, UserId, is_raw_turn
+from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn
 from memory.summary import ThreadSummary
-from memory.text.phrases import Phrase, said_phrase, states
+from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
 from memory.understanding import read_utterances
 
@@ -89,16 +91,17 @@ class ThreadCuts:
             screen: Redact sensitive values too (for this turn's copies).
         """
         marker = FORGOTTEN_TEXT[zh]
-        out = text
+        # Redacted first: a value's pattern must not run on into a marker beside it. A
+        # statement is then found as said or as its redacted copy (an earlier turn's).
+        out = redact(text) if screen and self.redact else text
         for said in self.statements:
-            if said and said in out:
-                out = out.replace(said, marker)
+            for form in dict.fromkeys((said, redact(said))):
+                if form and form in out:
+                    out = out.replace(form, marker)
         if self.phrases:
             for piece in split_text(out):
                 if piece != marker and any(states(piece, p) for p in self.phrases):
                     out = out.replace(piece, marker)
-        if screen and self.redact:
-            out = redact(out)
         return out
 
     def items(self, items: Sequence[str], *, screen: bool = True) -> list[str]:
@@ -146,6 +149,73 @@ class ThreadCuts:
         if isinstance(value, dict):
             return {k: self.value(v, zh, screen=screen) for k, v in value.items()}
         return value
+
+    def message(self, m: BaseMessage, zh: bool, *, screen: bool = True) -> BaseMessage | None:
+        """Return a message rewritten (same id: it replaces the old), or None if unchanged."""
+        if not m.id:
+            return None
+        update: dict[str, Any] = {}
+        if isinstance(m.content, str):
+            content = self.text(m.content, zh, screen=screen)
+            if content != m.content:
+                update["content"] = content
+        if isinstance(m, AIMessage) and m.tool_calls:
+            calls = [{**c, "args": self.value(c["args"], zh, screen=screen)} for c in m.tool_calls]
+            if calls != m.tool_calls:
+                update["tool_calls"] = calls
+                # The provider's raw copy of the calls holds the same arguments.
+                update["additional_kwargs"] = {
+                    k: v for k, v in m.additional_kwargs.items() if k != "tool_calls"
+                }
+                update["invalid_tool_calls"] = []
+        if not update or not isinstance(m, ToolMessage | HumanMessage | AIMessage):
+            return None
+        return m.model_copy(update=update)
+
+    def rewrite_thread(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """`channels` for a thread outside a turn: nothing redacted, its own language."""
+        return self.channels(values, len(values.get("messages") or []), values.get("lang") == "zh")
+
+    def channels(self, state: Mapping[str, Any], turn_start: int, zh: bool) -> dict[str, Any]:
+        """Return the thread channels this outcome changes, rewritten: one rule for all.
+
+        Args:
+            state: A thread's channel values (the graph's state, or a checkpoint's).
+            turn_start: Index of the turn's first message: redaction reaches from there (the
+                model saw the value for the one reply it was given for); forgetting reaches
+                the whole thread.
+            zh: The marker's language.
+
+        Returns:
+            Only the channels that change; `messages` holds the rewritten messages only
+            (they keep their ids, so they replace the old ones).
+        """
+        if not self.forgets and not self.redact:
+            return {}
+        out: dict[str, Any] = {}
+        changed = []
+        for i, m in enumerate(state.get("messages") or []):
+            new = self.message(m, zh, screen=i >= turn_start)
+            if new is not None:
+                changed.append(new)
+        if changed:
+            out["messages"] = changed
+        if not self.forgets:
+            if state.get("working"):
+                out["working"] = self.value(state["working"], zh)
+            return out
+        block = state.get("memory_block") or ""
+        out["memory_block"] = "\n".join(self.items(block.split("\n"), screen=False))
+        out["recalled"] = [r for r in state.get("recalled") or [] if self.items([r["content"]])]
+        if state.get("summary"):
+            summary = ThreadSummary.model_validate(state["summary"])
+            out["summary"] = self.summary(summary).model_dump()
+        if state.get("working"):
+            working = {
+                k: v for k, v in self.value(state["working"], zh).items() if v not in ("", [])
+            }
+            out["working"] = working or None
+        return out
 
 
 @dataclass
@@ -220,6 +290,19 @@ def cuts_of(changes: Sequence[Change], extraction: Extraction, redact_thread: bo
         redact=redact_thread,
         statement_ids=frozenset(r.id for r in forgotten if is_raw_turn(r)),
     )
+
+
+def deletion_cuts(deleted: MemoryRecord, said: Iterable[MemoryRecord]) -> ThreadCuts:
+    """Return how threads are rewritten when a memory is deleted outside a turn.
+
+    The statements it was said in go as said; what states it (the assistant quoting it, a
+    summary item, the memory block) goes by its key phrase, as a turn's forget does.
+    """
+    statements = [r.content for r in said]
+    if is_raw_turn(deleted):
+        return ThreadCuts(statements=[deleted.content, *statements])
+    phrase = key_phrase(deleted)
+    return ThreadCuts(statements=statements, phrases=[phrase] if phrase else [])
 
 
 def notices(

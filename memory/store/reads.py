@@ -17,12 +17,18 @@ from memory.store.records import (
     MemoryRecord,
     UserId,
     namespace,
+    subject_under,
     utcnow,
 )
 from memory.text.phrases import key_phrase, states
 
 PAGE = 500
 SCAN_PAGE = 50_000
+
+
+def _ranges_strings(store: BaseStore) -> bool:
+    """Return True for the stores whose `$gte`/`$lt` filters compare strings (SQL ones)."""
+    return type(store).__module__.startswith(("langgraph.store.sqlite", "langgraph.store.postgres"))
 
 
 class MemoryNotFound(KeyError):
@@ -95,6 +101,44 @@ class StoreReader:
         """
         found = self._items(namespace(user_id, kind), PAGE, {"subject": subject})
         return [MemoryRecord.from_store(i.value) for i in found]
+
+    def filed_under(
+        self, user_id: UserId, kind: Kind, subjects: Iterable[str], prefixes: Iterable[str]
+    ) -> list[MemoryRecord]:
+        """Return recallable memories of a kind filed under `subjects` or below `prefixes`.
+
+        `work` holds `work.team`; only what this agent may read is returned. A save that
+        replaces a slot's records must not read all of a user's memories, so the store is
+        asked by subject and by a range of subjects: the SQLite and Postgres stores compare
+        strings there. The range is of letters only (`work` up to `worl`), so a collation
+        that weighs punctuation last, as Postgres' usual ones do, still orders every
+        `work.*` inside it; what else falls inside (`workshop`) is dropped here. Other
+        stores compare only numbers in a range: they are scanned.
+        """
+        ns = namespace(user_id, kind)
+        active: dict[str, Any] = {"status": "active"}
+        subjects, wanted = tuple(subjects), tuple(prefixes)
+        pages = [self._items(ns, PAGE, {**active, "subject": s}) for s in subjects]
+        for prefix in wanted:
+            if prefix.isascii() and prefix.isalpha() and _ranges_strings(self.store):
+                upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+                pages.append(
+                    self._items(ns, PAGE, {**active, "subject": {"$gte": prefix, "$lt": upper}})
+                )
+            else:
+                pages.append(self._items(ns, SCAN_PAGE, active))
+        now = utcnow()
+        out: dict[str, MemoryRecord] = {}
+        for item in (i for page in pages for i in page):
+            subject = str(item.value.get("subject", ""))
+            if item.key in out or not (
+                subject in subjects or any(subject_under(subject, p) for p in wanted)
+            ):
+                continue
+            rec = MemoryRecord.from_store(item.value)
+            if rec.is_recallable(now) and self.may_read(rec):
+                out[item.key] = rec
+        return list(out.values())
 
     def _items(
         self, ns: tuple[str, ...], page: int, where: dict[str, Any] | None = None

@@ -198,6 +198,11 @@ def _validate_user_id(user_id: object) -> UserId:
 # The namespace helpers: every store namespace is built here, for reads and writes alike.
 
 
+def subject_under(subject: str, prefix: str) -> bool:
+    """Return True if a subject is `prefix` itself or filed below it (`work.team` under `work`)."""
+    return subject == prefix or subject.startswith(prefix + ".")
+
+
 def namespace(user_id: str, kind: str | None = None) -> tuple[str, ...]:
     """Return the store namespace of a user's memories, or of one kind of them."""
     label = check_user_id(user_id)

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from langgraph.store.base import BaseStore, PutOp
+from langgraph.store.base import BaseStore, Item, PutOp
 
 from memory.access import AccessDenied
 from memory.progress import Progress, stage
+from memory.store.checkpoints import Rewrite, rewrite_latest
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import UserId, thread_owners_namespace, threads_namespace, utcnow
@@ -126,6 +127,21 @@ class ThreadRegistry:
         """Return the ids of the threads recorded for a user."""
         return [item.key for item in self.reader.items(threads_namespace(user_id))]
 
+    def _owned(self, user_id: UserId, listed: list[Item]) -> list[Item]:
+        # Only the threads this user opened: a listing must never reach another's thread.
+        return [i for i in listed if self.owner(i.key) in (user_id, None)]
+
+    def rewrite_owned(self, user_id: UserId, checkpointer: Any, rewrite: Rewrite) -> int:
+        """Rewrite the latest state of every thread a user opened; prune their history.
+
+        Returns:
+            How many threads changed.
+        """
+        listed = self.reader.items(threads_namespace(user_id))
+        return sum(
+            rewrite_latest(checkpointer, i.key, rewrite) for i in self._owned(user_id, listed)
+        )
+
     def delete_owned(
         self, user_id: UserId, checkpointer: Any | None, progress: Progress | None = None
     ) -> None:
@@ -138,8 +154,7 @@ class ThreadRegistry:
         """
         self._seen = {t: seen for t, seen in self._seen.items() if seen[0] != user_id}
         listed = self.reader.items(threads_namespace(user_id))
-        # Only the threads this user opened: a listing must never reach another's thread.
-        owned = [i for i in listed if self.owner(i.key) in (user_id, None)]
+        owned = self._owned(user_id, listed)
         advance = stage(progress, f"{user_id}: deleting threads", len(owned))
         for item in owned:
             if checkpointer is not None:

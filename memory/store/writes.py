@@ -51,7 +51,7 @@ from memory.store.records import (
     utcnow,
 )
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
-from memory.understanding import UPDATE_SUBJECT, read_utterance, replaces_subject, slot_of
+from memory.understanding import UPDATE_SUBJECT, read_utterance, replaces_subject, slot_reach
 
 log = logging.getLogger(__name__)
 TURN_CHARS = 2000
@@ -512,11 +512,11 @@ class MemoryWriter:
                 if rec.id not in seen and self.reader.may_read(rec) and same_partition(rec, new):
                     seen.add(rec.id)
                     out.append(rec)
-        if slot_of(new.subject) is not None:
-            # One value per slot: the records it replaces may be filed under other subjects.
+        reach = slot_reach(new.subject)
+        if reach is not None:  # one value per slot: what it replaces may be filed elsewhere
             out += [
                 rec
-                for rec in self.reader.visible(user_id, False, new.kind)
+                for rec in self.reader.filed_under(user_id, new.kind, *reach)
                 if rec.id not in seen
                 and replaces_subject(new.subject, rec.subject)
                 and same_partition(rec, new)

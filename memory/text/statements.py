@@ -18,11 +18,17 @@ from memory.store.records import UserId, stable_id
 from memory.text.language import HAN
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
-# A Chinese comma separates clauses; an enumeration comma (、) does not.
-_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w])[，,](?=[{HAN}])")
+# A Chinese comma separates clauses; an enumeration comma (、) does not. A marker that
+# replaced a value ("[redacted card]") ends a clause as the value did, and one that replaced
+# a forgotten statement ("［已按用户要求忘记］", `memory.turn.FORGOTTEN_TEXT`) starts one as
+# it did: the screened thread splits as the words did when they were said.
+_CUT = r"\[forgotten |［已按"
+"""The start of a forgotten statement's marker: a clause starts there as the statement did."""
+_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})")
 _EN_CLAUSE = re.compile(
-    r",?\s+(?:and|but|while|whereas)\s+(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b)"
-    r"|,\s+(?=(?:I|I'm|I've|my)\s)",
+    r",?\s+(?:and|but|while|whereas)\s+"
+    rf"(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b|{_CUT})"
+    rf"|,\s+(?=(?:I|I'm|I've|my)\s|{_CUT})",
 )
 MIN_CHARS = 4
 """A piece shorter than this (a bare time, "下周五", "OK") joins the statement after it."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from memory.store.records import subject_under
 from memory.understanding.model import load_model
 
 __all__ = [
@@ -93,13 +94,15 @@ def family_prefixes(family: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys([prefix, *(p for s, r in slots for p in (*s, *r))]))
 
 
-def _under(subject: str, prefix: str) -> bool:
-    return subject == prefix or subject.startswith(prefix + ".")
-
-
 def slot_of(subject: str) -> str | None:
     """Return the slot (`SLOTS`) a subject is one of the subjects of, or None."""
     return next((name for name, (subjects, _) in SLOTS.items() if subject in subjects), None)
+
+
+def slot_reach(subject: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """Return (the subjects, the remark prefixes) of the slot a subject is of, or None."""
+    slot = slot_of(subject)
+    return None if slot is None else SLOTS[slot]
 
 
 def replaces_subject(new: str, old: str) -> bool:
@@ -112,7 +115,7 @@ def replaces_subject(new: str, old: str) -> bool:
     subjects, remarks = SLOTS[slot]
     if old in subjects:
         return True
-    return slot_of(old) is None and any(_under(old, p) for p in remarks)
+    return slot_of(old) is None and any(subject_under(old, p) for p in remarks)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from memory.extraction import CandidateMemory, Extraction, ForgetRequest
 from memory.index.chroma import ChromaIndex
 from memory.lifecycle import Policy
 from memory.service import MemoryService
-from memory.store.records import Source
+from memory.store.records import Source, utcnow
 
 T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
 
@@ -173,12 +173,15 @@ def test_consolidate_merges_near_duplicates_and_repairs_the_index(service, index
 
 
 def test_consolidate_sweeps_expired_events(service: MemoryService, index) -> None:
+    # Dated from today: an event already over when it is written is never indexed at all.
+    today = datetime.combine(utcnow().date(), datetime.min.time(), tzinfo=UTC)
+    day = (today + timedelta(days=2)).date().isoformat()
     service.save(
         "u",
-        cand("event.launch", "Launch on Wednesday.", kind="event", event_date="2026-12-02"),
-        said(),
+        cand("event.launch", "Launch on Wednesday.", kind="event", event_date=day),
+        Source(thread_id="t", said_at=today),
     )
-    report = service.consolidate("u", now=datetime(2026, 12, 4, tzinfo=UTC))
+    report = service.consolidate("u", now=today + timedelta(days=4))
     assert report.expired == 1 and report.orphans_removed == 1
     assert index.ids("u") == set()
 

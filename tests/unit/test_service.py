@@ -1,4 +1,4 @@
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from langgraph.store.base import PutOp
@@ -9,7 +9,7 @@ from memory.index.chroma import ChromaIndex
 from memory.lexical.changes import CHANGE_LOG_KEYS
 from memory.lexical.snapshot import LexicalIndexes
 from memory.service import MemoryNotFound, MemoryService
-from memory.store.records import InvalidUserId, MemoryRecord, Source
+from memory.store.records import InvalidUserId, MemoryRecord, Source, utcnow
 
 
 def contents(hits) -> list[str]:
@@ -64,16 +64,18 @@ def test_new_value_supersedes_and_keeps_history(service: MemoryService) -> None:
 
 
 def test_expired_event_leaves_recall_at_read_time(service: MemoryService) -> None:
-    said = datetime(2026, 11, 30, 9, tzinfo=UTC)
+    # Dated from today: an event already over when it is written is never indexed at all.
+    today = datetime.combine(utcnow().date(), datetime.min.time(), tzinfo=UTC)
+    day = today + timedelta(days=2)
     cand = CandidateMemory(
         kind="event",
         subject="event.launch",
         content="Launch on Wednesday.",
-        event_date="2026-12-02",
+        event_date=day.date().isoformat(),
     )
-    service.save("fay", Extraction(memories=[cand]), Source(said_at=said))
-    before = service.search("fay", "launch", now=datetime(2026, 12, 2, 12, tzinfo=UTC))
-    after = service.search("fay", "launch", now=datetime(2026, 12, 3, 0, 1, tzinfo=UTC))
+    service.save("fay", Extraction(memories=[cand]), Source(said_at=today))
+    before = service.search("fay", "launch", now=day + timedelta(hours=12))
+    after = service.search("fay", "launch", now=day + timedelta(days=1, minutes=1))
     assert contents(before) == ["Launch on Wednesday."] and after == []
 
 
