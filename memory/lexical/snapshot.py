@@ -26,7 +26,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -202,6 +202,10 @@ class UserIndex:
     `records`), so that "always show" candidates are found without a pass over all."""
     version: str = ""
     """The store change-log head this snapshot reflects (see `MemoryService`)."""
+    encoded: dict[Any, tuple[Any, tuple[Any, ...], bytes]] = field(default_factory=dict)
+    """``{id: (record, its words, its bytes)}`` from the last `dump_snapshot`: a record that
+    is still the same object with the same words is not encoded again (a purge rewrites the
+    whole copy after each supersede; at 10k records, encoding them was most of a save)."""
 
 
 class LexicalIndexes:
@@ -342,9 +346,21 @@ def dump_snapshot(
         records = entry.records
         raw = records.raw if isinstance(records, LazyRecords) else None
         encoded: list[bytes | memoryview] = []
+        kept: dict[Any, tuple[Any, tuple[Any, ...], bytes]] = {}
         for rid in postings.ids:
             found = raw(rid) if raw is not None else None
-            encoded.append(found if found is not None else encode(records[rid]))
+            if found is not None:
+                encoded.append(found)
+                continue
+            rec = records[rid]
+            # Its words too: a copy must never keep words a record changed in place.
+            words = _words_of(rec)
+            cached = entry.encoded.get(rid)
+            same = cached is not None and cached[0] is rec and cached[1] == words
+            done = cached[2] if cached is not None and same else encode(rec)
+            kept[rid] = (rec, words, done)
+            encoded.append(done)
+        entry.encoded = kept
         doc_of = {rid: i for i, rid in enumerate(postings.ids)}
         pins = {
             group: [(key, doc_of[rid]) for key, rid in ordered.entries() if rid in doc_of]
@@ -392,6 +408,11 @@ def dump_snapshot(
         crc = zlib.crc32(part, crc)
     prefix = _PREFIX.pack(SNAPSHOT_MAGIC, SNAPSHOT_LAYOUT, len(header), crc)
     return b"".join([prefix, *parts]), postings.ids
+
+
+def _words_of(record: Any) -> tuple[Any, ...]:
+    fields = ("content", "value", "subject", "status", "updated_at", "expires_at", "scope")
+    return tuple(getattr(record, f, None) for f in fields)
 
 
 def snapshot_version(prefix: bytes) -> str | None:

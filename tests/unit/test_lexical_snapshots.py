@@ -137,6 +137,32 @@ def test_a_snapshot_saved_under_other_bm25_values_scores_with_todays() -> None:
     assert dict(back.bm25.search(query, 50)) != pytest.approx(dict(old.search(query, 50)))
 
 
+def test_a_second_dump_reuses_bytes_only_of_records_with_the_same_words() -> None:
+    # A purge rewrites the whole copy after each supersede: records that did not change are
+    # not encoded again, and a changed record (replaced, or its words changed in place)
+    # never keeps its old words in the copy.
+    lexical = LexicalIndexes()
+    recs = [MemoryRecord.model_validate(r) for r in _rows("u", 12)]
+    entry = lexical.build("u", recs, "v1")
+    calls: list[str] = []
+
+    def encode(r: MemoryRecord) -> bytes:
+        calls.append(r.id)
+        return r.model_dump_json().encode()
+
+    first, _ = dump_snapshot(entry, encode, tag="t")
+    assert sorted(calls) == sorted(r.id for r in recs)
+    calls.clear()
+    entry.records["m1"].content = "User planted a quince in the yard."  # changed in place
+    lexical.upsert("u", [recs[2].model_copy(update={"content": "User grows rhubarb."})])
+    second, _ = dump_snapshot(entry, encode, tag="t")
+    assert sorted(calls) == ["m1", "m2"]
+    assert b"quince" in second and b"rhubarb" in second
+    assert b"tree 1 in" not in second and b"tree 2 in" not in second and b"tree 1 in" in first
+    back = load_snapshot(second, MemoryRecord.model_validate_json, tag="t")
+    assert back.records["m5"].content == recs[5].content
+
+
 def test_corrupt_truncated_or_foreign_bytes_are_refused() -> None:
     lexical = LexicalIndexes()
     recs = [MemoryRecord.model_validate(r) for r in _rows("u", 30)]
