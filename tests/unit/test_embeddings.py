@@ -87,3 +87,30 @@ def test_embed_queries_falls_back_to_embed_for_plain_embedders() -> None:
 def test_unknown_spec_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="local-e5"):
         make_embedder("e5-large")
+
+
+def test_the_local_encoder_runs_once_per_recent_text_and_not_for_bulk_calls() -> None:
+    from memory.index.embeddings import RECENT_BATCH, LocalEmbedder
+
+    local = LocalEmbedder()
+    encoded: list[list[str]] = []
+    real = local._model.encode
+
+    def counting(texts: list[str]) -> np.ndarray:
+        encoded.append(list(texts))
+        return real(texts)
+
+    local._model.encode = counting  # type: ignore[method-assign]
+    first = local.embed(["I moved to Espoo.", "我喜欢爬山。"])
+    again = local.embed(["我喜欢爬山。", "I moved to Espoo.", "Where do I live?"])
+    assert encoded == [["I moved to Espoo.", "我喜欢爬山。"], ["Where do I live?"]]
+    assert np.allclose(again[:2], first[::-1])
+    assert np.allclose(
+        again[2],
+        real(["Where do I live?"])[0] / np.linalg.norm(real(["Where do I live?"])[0]),
+        atol=1e-5,
+    )
+    bulk = [f"note {i}" for i in range(RECENT_BATCH + 1)]
+    local.embed(bulk)
+    local.embed(bulk[:1])
+    assert encoded[-2:] == [bulk, bulk[:1]]  # a bulk call is embedded, not kept
