@@ -53,6 +53,9 @@ class ShardCache:
         self.limit = limit
         self._users: OrderedDict[str, dict[str, CachedVector]] = OrderedDict()
         self._size = 0
+        # Bumped by every discard: a search that read Chroma before one does not put back
+        # what was discarded meanwhile (a user deleted while being searched).
+        self._epoch = 0
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -88,6 +91,7 @@ class ShardCache:
         want = {rid: fingerprint(rec) for rid, rec in known.items()}
         with self._lock:
             have = self._users.get(key, {})
+            epoch = self._epoch
         entries = {rid: have[rid] for rid, h in want.items() if rid in have and have[rid].h == h}
         missing = [rid for rid in want if rid not in entries]
         for start in range(0, len(missing), COPY_PAGE):
@@ -102,38 +106,45 @@ class ShardCache:
                 )
         # Only the records named now are kept: a vector of a record gone from the store
         # leaves this copy at the user's next search.
-        self._put(key, entries)
+        self._put(key, entries, epoch)
         return rank(entries, query, k)
 
     def add(self, key: str, records: list[MemoryRecord], vectors: np.ndarray) -> None:
         """Hold the vectors of records this process just wrote to the user's shard."""
         with self._lock:
             entries = dict(self._users.get(key) or {})
+            epoch = self._epoch
         for n, rec in enumerate(records):
             entries[rec.id] = CachedVector(fingerprint(rec), rec.kind, vectors[n])
-        self._put(key, entries)
+        self._put(key, entries, epoch)
 
     def discard(self, key: str, ids: list[str] | None = None) -> None:
         """Drop a user's vectors: those of `ids`, or all of them."""
         with self._lock:
-            had = self._users.get(key)
+            self._epoch += 1
+            had = self._users.pop(key, None)
             if had is None:
                 return
+            self._size -= len(had)
             if ids is None:
-                self._size -= len(self._users.pop(key))
                 return
-            for rid in ids:
-                if had.pop(rid, None) is not None:
-                    self._size -= 1
+            # A new dict, never the old one changed: a search may be reading it unlocked.
+            gone = set(ids)
+            kept = {rid: entry for rid, entry in had.items() if rid not in gone}
+            self._users[key] = kept
+            self._size += len(kept)
 
     def clear(self) -> None:
         """Drop every user's vectors."""
         with self._lock:
+            self._epoch += 1
             self._users.clear()
             self._size = 0
 
-    def _put(self, key: str, entries: dict[str, CachedVector]) -> None:
+    def _put(self, key: str, entries: dict[str, CachedVector], epoch: int) -> None:
         with self._lock:
+            if epoch != self._epoch:
+                return
             old = self._users.pop(key, None)
             self._size -= len(old) if old is not None else 0
             if len(entries) > self.limit:

@@ -10,6 +10,7 @@ against a `chroma run` server in `tests/integration/test_scale_server.py`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from langgraph.store.memory import InMemoryStore
@@ -19,6 +20,7 @@ from memory.index.chroma import ChromaIndex
 from memory.index.embeddings import make_embedder
 from memory.index.shard_cache import ShardCache
 from memory.service import MemoryService
+from memory.store.records import user_key
 
 
 def test_the_copy_follows_another_index_on_the_same_chroma(tmp_path: Path) -> None:
@@ -60,3 +62,27 @@ def test_a_vector_the_copy_lacks_is_read_again_until_chroma_has_it(tmp_path: Pat
     index.cache.clear()  # the copy learns only by reading
     (hit,) = index.query("dee", vector, 5, {record.id: record})
     assert hit.id == record.id and hit.similarity > 0.99
+
+
+def test_a_user_discarded_during_a_read_is_not_put_back(tmp_path: Path) -> None:
+    """Delete-user drops the user's vectors from the copy while a search of that user is
+    reading Chroma: what the search read is not put back into the copy."""
+    index = ChromaIndex.open(make_embedder("local"), path=str(tmp_path / "chroma"))
+    service = MemoryService(InMemoryStore(), index)
+    (change,) = service.add("eve", "User sails a wooden boat.", subject="test.boat")
+    record = change.record
+    key = user_key("eve")
+    index.cache.clear()
+    shard = index._shard("eve")._collection
+
+    class DiscardingMidRead:
+        def get(self, **kwargs: Any) -> Any:
+            got = shard.get(**kwargs)
+            index.cache.discard(key)  # delete-user, in another thread, meanwhile
+            return got
+
+    vector = np.asarray(index.embedder.embed([record.content])[0])
+    hits = index.cache.nearest(DiscardingMidRead(), key, {record.id: record}, vector, 5)
+    assert [h[0] for h in hits] == [record.id]  # this search still ranks what it read
+    assert index.cache.holds(key) == set()
+    assert len(index.cache) == 0
