@@ -30,9 +30,9 @@ SHARD_PREFIX = "mem-shard-"
 SHARDS = 16
 """Shared collections. Bounded: every one is opened (and kept warm) by a serving process."""
 PROMOTE_AT = 256
-"""A user with more vectors than this moves to a collection of their own. Below it, reading
-the user's vectors from a shard by metadata costs about as much as a query of a collection
-of their own; above it the read grows with the user (`benchmarks/scale.py`)."""
+"""A user with more vectors than this moves to a collection of their own. A search of a shard
+user reads (or keeps, `memory.index.shard_cache`) and scores every vector of theirs, which
+grows with the user; a collection of their own is searched by HNSW (`benchmarks/scale.py`)."""
 STASH_SUFFIX = "-old"
 """A collection being compacted is renamed to `<name>-old` while its copy is written."""
 COPY_PAGE = 2000
