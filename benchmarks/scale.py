@@ -87,8 +87,21 @@ def baseline_rev() -> str:
 
 
 def load_baseline(rev: str) -> Any:
-    """Import `memory/index.py` as of `rev` (the per-user-collection layout)."""
-    return C.module_at(rev, "memory/index.py", "index_per_user")
+    """Return the `ChromaIndex` of `memory/index.py` as of `rev` (one collection per user),
+    taking today's calls: the service names a user's records to `query` and gives `upsert`
+    a count of them, which one collection per user has no use for."""
+    old = C.module_at(rev, "memory/index.py", "index_per_user").ChromaIndex
+
+    class PerUser(old):  # type: ignore[misc,valid-type]
+        promote_at = 0
+
+        def query(self, user_id: str, vector: Any, k: int, known: Any = None) -> Any:
+            return super().query(user_id, vector, k)
+
+        def upsert(self, records: list[MemoryRecord], *, count: Any = None) -> None:
+            super().upsert(records)
+
+    return PerUser
 
 
 # --- users and vectors -----------------------------------------------------------------------
@@ -213,7 +226,7 @@ def open_index(layout: str, where: dict[str, Any], embedder: Any) -> Any:
     cls: Any = ChromaIndex
     if layout == "per_user":
         if where["baseline_rev"]:
-            cls = load_baseline(where["baseline_rev"]).ChromaIndex
+            cls = load_baseline(where["baseline_rev"])
         else:
             kwargs["promote_at"] = 0
     if where.get("chroma_port"):
