@@ -26,7 +26,9 @@ first memories of new users are embedded for real.
 Measured per backend and layout, after the fill, in a fresh process (so every user is cold
 there; the Chroma server is restarted first): the index's disk bytes per user; for
 ``--sample`` users, the first (cold) and second (warm) `ChromaIndex.query` (200 candidates,
-as the service asks) and `MemoryService.search` (end to end, query embedding included);
+as the service asks, but without the user's records named: a shard user's vectors are read
+through the metadata filter, as searches did before `memory.index.shard_cache`) and
+`MemoryService.search` (end to end, query embedding included);
 ``--sample`` new users' first memory through `MemoryService.add` and the disk it added;
 the large user's warm query and search; the serving process's RSS (and the Chroma
 server's). Then one large user per layout on one index and store, searched taking turns in
