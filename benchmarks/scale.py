@@ -26,7 +26,9 @@ first memories of new users are embedded for real.
 Measured per backend and layout, after the fill, in a fresh process (so every user is cold
 there; the Chroma server is restarted first): the index's disk bytes per user; for
 ``--sample`` users, the first (cold) and second (warm) `ChromaIndex.query` (200 candidates,
-as the service asks) and `MemoryService.search` (end to end, query embedding included);
+as the service asks, but without the user's records named: a shard user's vectors are read
+through the metadata filter, as searches did before `memory.index.shard_cache`) and
+`MemoryService.search` (end to end, query embedding included);
 ``--sample`` new users' first memory through `MemoryService.add` and the disk it added;
 the large user's warm query and search; the serving process's RSS (and the Chroma
 server's). Then one large user per layout on one index and store, searched taking turns in
@@ -87,8 +89,21 @@ def baseline_rev() -> str:
 
 
 def load_baseline(rev: str) -> Any:
-    """Import `memory/index.py` as of `rev` (the per-user-collection layout)."""
-    return C.module_at(rev, "memory/index.py", "index_per_user")
+    """Return the `ChromaIndex` of `memory/index.py` as of `rev` (one collection per user),
+    taking today's calls: the service names a user's records to `query` and gives `upsert`
+    a count of them, which one collection per user has no use for."""
+    old = C.module_at(rev, "memory/index.py", "index_per_user").ChromaIndex
+
+    class PerUser(old):  # type: ignore[misc,valid-type]
+        promote_at = 0
+
+        def query(self, user_id: str, vector: Any, k: int, known: Any = None) -> Any:
+            return super().query(user_id, vector, k)
+
+        def upsert(self, records: list[MemoryRecord], *, count: Any = None) -> None:
+            super().upsert(records)
+
+    return PerUser
 
 
 # --- users and vectors -----------------------------------------------------------------------
@@ -213,7 +228,7 @@ def open_index(layout: str, where: dict[str, Any], embedder: Any) -> Any:
     cls: Any = ChromaIndex
     if layout == "per_user":
         if where["baseline_rev"]:
-            cls = load_baseline(where["baseline_rev"]).ChromaIndex
+            cls = load_baseline(where["baseline_rev"])
         else:
             kwargs["promote_at"] = 0
     if where.get("chroma_port"):

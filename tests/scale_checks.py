@@ -93,3 +93,86 @@ def same_shard_user(index: Any, user: str, prefix: str) -> str:
         if shard_name(user_key(other), index.shards) == want:
             return other
     raise AssertionError("no user id hashes to that shard")
+
+
+class CountingCollection:
+    """A Chroma collection that records every `get` made through it (a spy, not a fake)."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+        self.gets: list[dict[str, Any]] = []
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        self.gets.append(kwargs)
+        return self.real.get(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def count_shard_reads(index: Any, user: str) -> CountingCollection:
+    """Put a `CountingCollection` between `index` and the shard of `user`; return it."""
+    store = index._shard(user)
+    spy = CountingCollection(store._collection)
+    store._chroma_collection = spy  # what `Chroma._collection` returns
+    return spy
+
+
+def check_the_copy_follows_another_writer(store: Any, index: Any, other: Any, run: str) -> None:
+    """The searching index's copy of shard users' vectors (`memory.index.shard_cache`)
+    against writes made through `other`, another `ChromaIndex` on the same Chroma with a
+    copy of its own (another process's, as far as the copies go).
+
+    A warm search reads nothing from Chroma; a record another writer adds is found by the
+    next search; a vector rewritten under the same record id is read again, not served
+    from the copy; a record forgotten and a user deleted elsewhere never come back, and
+    leave the copy; naming another user's records returns none of their vectors.
+    """
+    from memory.index.embeddings import embed_queries
+    from memory.service import MemoryService
+    from memory.store.records import user_key
+
+    searcher, writer = MemoryService(store, index), MemoryService(store, other)
+    alice = f"alice-{run}"
+    bob = same_shard_user(index, alice, f"bob-{run}-")
+    bees_text = "User keeps bees on the roof of the library."
+    (bees,) = searcher.add(alice, bees_text, subject=f"test.bees.{run}")
+    bob_ids = [
+        searcher.add(bob, text, subject=f"test.b{n}.{run}")[0].record.id
+        for n, text in enumerate([bees_text, "User's sister Maren lives in Tromsø."])
+    ]
+    key = user_key(alice)
+    assert searcher.search(alice, "Who keeps bees?", k=1)[0].record.id == bees.record.id
+    assert index.cache.holds(key) == {bees.record.id}
+
+    spy = count_shard_reads(index, alice)
+    assert searcher.search(alice, "Who keeps bees?", k=1)[0].record.id == bees.record.id
+    assert spy.gets == []  # served from the copy
+
+    (sister,) = writer.add(alice, "User's sister Maren lives in Tromsø.", subject=f"test.s.{run}")
+    got = searcher.search(alice, "Where does my sister live?", k=1)
+    assert [r.record.id for r in got] == [sister.record.id]
+    assert index.cache.holds(key) == {bees.record.id, sister.record.id}
+    assert [g["ids"] for g in spy.gets] == [[f"{key}:{sister.record.id}"]]  # by id, not filter
+
+    moved = sister.record.model_copy(update={"content": "User's sister Maren moved to Bergen."})
+    other.upsert([moved])
+    vector = embed_queries(index.embedder, [moved.content])[0]
+    (hit,) = index.query(alice, vector, 1, {moved.id: moved})
+    assert hit.id == moved.id and hit.similarity > 0.99  # the new vector, not the copy's
+
+    # Bob's records are Alice's nearest neighbours: named as Alice's, none comes back.
+    bob_records = {r.id: r for r in searcher.list(bob)}
+    assert set(bob_records) == set(bob_ids) and not set(bob_ids) & {bees.record.id}
+    assert index.query(alice, embed_queries(index.embedder, [bees_text])[0], 10, bob_records) == []
+    assert index.cache.holds(key) == set()
+
+    writer.forget(alice, bees.record.id, hard=True)
+    got = searcher.search(alice, "Who keeps bees?", k=8)
+    assert bees.record.id not in {r.record.id for r in got}
+    assert bees.record.id not in index.cache.holds(key)
+
+    writer.delete_user(alice)
+    assert searcher.search(alice, "Where does my sister live?", k=8) == []
+    assert index.cache.holds(key) == set()
+    assert {r.record.id for r in searcher.search(bob, "Who keeps bees?", k=8)} <= set(bob_ids)

@@ -23,18 +23,22 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from memory.index import files as chroma_files
+from memory.index.client import connect
 from memory.index.collection_locks import CollectionLocks
 from memory.index.embeddings import Embedder
 from memory.index.entries import (
     FINGERPRINT_LAYOUT,
     LAYOUT_KEY,
+    IndexEntry,
+    IndexHit,
+    IndexMismatch,
+    IndexUnavailable,
     fingerprint,
     index_text,
     upsert_op,
@@ -60,6 +64,7 @@ from memory.index.layout import (
     to_shard,
     write_rows,
 )
+from memory.index.shard_cache import ShardCache
 from memory.store.locks import PostgresWriterLocks
 from memory.store.records import MemoryRecord, user_key
 
@@ -73,6 +78,8 @@ __all__ = [
     "EmbedderEmbeddings",
     "IndexEntry",
     "IndexHit",
+    "IndexMismatch",
+    "IndexUnavailable",
     "fingerprint",
     "index_text",
 ]
@@ -82,32 +89,16 @@ SHARED_TTL = 30.0
 T = TypeVar("T")
 
 
-class IndexUnavailable(RuntimeError):
-    """Chroma could not be reached or refused the call."""
-
-
-class IndexMismatch(RuntimeError):
-    """A collection was built with another embedding model than the one configured."""
-
-
-@dataclass(frozen=True)
-class IndexHit:
-    """One Chroma hit, before it is re-checked against the store."""
-
-    id: str
-    kind: str
-    similarity: float
-
-
 class ChromaIndex:
     """Users' vectors in Chroma: small users in shared shards, large ones in their own.
 
     See `memory.index.layout`. A user's entries hold a record's vector and `kind`, a
     fingerprint (`h`) and the owner (`u`, the user key, in a shard; `user_id` in a
-    collection of their own) as metadata. A search of a user in a shard reads that user's
-    vectors by the metadata filter and scores them by cosine; one of their own is Chroma's
-    unfiltered HNSW query. Every collection is opened through a `langchain_chroma.Chroma`
-    vector store (cosine space).
+    collection of their own) as metadata. A search of a user in a shard scores by cosine
+    the vectors of the records the caller names (`memory.index.shard_cache`: kept in the
+    process, read by id), or else that user's vectors read by the metadata filter; one of
+    their own is Chroma's unfiltered HNSW query. Every collection is opened through a
+    `langchain_chroma.Chroma` vector store (cosine space).
     """
 
     def __init__(
@@ -142,6 +133,7 @@ class ChromaIndex:
         self._collections: dict[str, Chroma] = {}
         self._with_texts: set[str] = set()  # collections that may hold v2-doc texts
         self._shared: dict[str, float] = {}  # user key -> when it was seen without its own
+        self.cache = ShardCache()
         self._lock = threading.Lock()
         # Held by writes and by a compaction: no process writes into a collection while
         # it is being rewritten.
@@ -169,29 +161,15 @@ class ChromaIndex:
             IndexUnavailable: If the server cannot be reached.
 
         """
-        import chromadb
-        from chromadb.config import Settings
-
-        settings = Settings(anonymized_telemetry=False)
-        if host:
-            location = f"Chroma server {host}:{port}"
-            try:
-                client = chromadb.HttpClient(host=host, port=port, settings=settings)
-                client.heartbeat()
-            except Exception as exc:
-                raise IndexUnavailable(
-                    f"cannot reach {location} ({exc.__class__.__name__}: {exc}); start it with "
-                    f"`chroma run --host {host} --port {port}` or unset CHROMA_HOST"
-                ) from exc
-            index = cls(client, embedder, location=location, shards=shards, promote_at=promote_at)
-        else:
-            if not path:
-                raise ValueError("ChromaIndex.open needs a path or a host")
-            location = f"embedded Chroma at {path}"
-            client = chromadb.PersistentClient(path=path, settings=settings)
-            index = cls(
-                client, embedder, location=location, path=path, shards=shards, promote_at=promote_at
-            )
+        client, location = connect(path=path, host=host, port=port)
+        index = cls(
+            client,
+            embedder,
+            location=location,
+            path=None if host else path,
+            shards=shards,
+            promote_at=promote_at,
+        )
         index.settle_layout()
         return index
 
@@ -317,8 +295,15 @@ class ChromaIndex:
 
     # --- writes --------------------------------------------------------------------------
 
-    def upsert(self, records: list[MemoryRecord]) -> None:
-        """Embed and write the vectors of records of one user."""
+    def upsert(
+        self, records: list[MemoryRecord], *, count: Callable[[], int] | None = None
+    ) -> None:
+        """Embed and write the vectors of records of one user.
+
+        `count`, if given, returns how many records the store holds for the user (it may
+        stop past `promote_at`): vectors are made of records only, so a shard user within
+        it is not counted in Chroma, whose metadata filter reads the whole shard.
+        """
         if not records:
             return
         users = {r.user_id for r in records}
@@ -334,7 +319,9 @@ class ChromaIndex:
             op = upsert_op(key, user_id, part, vectors, self._with_texts)
             with self._writes.writing(self._shard_name(user_id)):
                 shared = self._at_home(user_id, op, fresh=True)
-        if shared:
+            if shared:
+                self.cache.add(key, part, vectors)
+        if shared and (count is None or count() > self.promote_at):
             with self._writes.writing(self._shard_name(user_id)):
                 self._promote_if_large(user_id)
 
@@ -362,6 +349,7 @@ class ChromaIndex:
             shard.delete(where={"u": key})
 
         self._guarded(move)
+        self.cache.discard(key)
         with self._lock:
             self._shared.pop(key, None)
         log.info("user %s has over %d vectors: moved to %s", key, self.promote_at, own_name(key))
@@ -400,6 +388,7 @@ class ChromaIndex:
 
         with self._writes.writing(self._shard_name(user_id)):
             self._at_home(user_id, op, fresh=True)
+        self.cache.discard(key, ids)
 
     def erase(self, user_id: str, ids: list[str]) -> None:
         """Delete vectors for good: also from the collection's files (a hard forget).
@@ -423,6 +412,7 @@ class ChromaIndex:
         key = user_key(user_id)
         name = own_name(key)
         self._evict(name)
+        self.cache.discard(key)
         with self._lock:
             self._shared.pop(key, None)
 
@@ -475,6 +465,7 @@ class ChromaIndex:
                 self._guarded(functools.partial(self.client.delete_collection, name))
         with self._lock:
             self._shared.clear()
+        self.cache.clear()
         self.purge_files()
 
     def _compact(self, name: str) -> None:
@@ -529,14 +520,29 @@ class ChromaIndex:
 
     # --- reads ---------------------------------------------------------------------------
 
-    def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
-        """Return up to `k` nearest vectors of one user, most similar first."""
+    def query(
+        self,
+        user_id: str,
+        vector: np.ndarray,
+        k: int,
+        known: Mapping[str, MemoryRecord] | None = None,
+    ) -> list[IndexHit]:
+        """Return up to `k` nearest vectors of one user, most similar first.
+
+        `known` names the user's records as the store has them (the service's lexical
+        snapshot): in a shard only their vectors are scored, from the process's copy or
+        read by id (`memory.index.shard_cache`); without it, the user's vectors in the
+        shard are read by the metadata filter.
+        """
         if k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         key = user_key(user_id)
 
         def nearest(store: Chroma, shared: bool) -> list[IndexHit]:
+            if shared and known is not None:
+                got_known = self.cache.nearest(store._collection, key, known, query[0], k)
+                return [IndexHit(*hit) for hit in got_known]
             if shared:
                 got = store._collection.get(where={"u": key}, include=["embeddings", "metadatas"])
                 return [IndexHit(*hit) for hit in rank_rows(got, query[0], k)]
@@ -589,12 +595,3 @@ class ChromaIndex:
             }
 
         return self._at_home(user_id, read, fresh=True)
-
-
-@dataclass(frozen=True)
-class IndexEntry:
-    """One stored entry of a user, as Chroma holds it."""
-
-    document: str | None
-    metadata: dict[str, Any]
-    vector: np.ndarray | None = None

@@ -1,14 +1,16 @@
 """What one index entry holds: a record's vector, its id, kind, owner and fingerprint.
 
-No text: the store holds it. The fingerprint hashes the text a vector was made from, so a
-stale entry is found without reading the store's text back from Chroma.
+Also what a search hit is, and the index's errors. No text: the store holds it. The
+fingerprint hashes the text a vector was made from, so a stale entry is found without
+reading the store's text back from Chroma.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +30,32 @@ their text (as `reindex` does)."""
 LAYOUT_KEY = "layout"
 """Collection metadata naming the layout its entries were created with. A collection
 without it may hold `v2-doc` entries, whose text a plain upsert would leave in place."""
+
+
+class IndexUnavailable(RuntimeError):
+    """Chroma could not be reached or refused the call."""
+
+
+class IndexMismatch(RuntimeError):
+    """A collection was built with another embedding model than the one configured."""
+
+
+@dataclass(frozen=True)
+class IndexHit:
+    """One Chroma hit, before it is re-checked against the store."""
+
+    id: str
+    kind: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class IndexEntry:
+    """One stored entry of a user, as Chroma holds it."""
+
+    document: str | None
+    metadata: dict[str, Any]
+    vector: np.ndarray | None = None
 
 
 def index_text(record: MemoryRecord) -> str:

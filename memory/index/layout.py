@@ -30,9 +30,9 @@ SHARD_PREFIX = "mem-shard-"
 SHARDS = 16
 """Shared collections. Bounded: every one is opened (and kept warm) by a serving process."""
 PROMOTE_AT = 256
-"""A user with more vectors than this moves to a collection of their own. Below it, reading
-the user's vectors from a shard by metadata costs about as much as a query of a collection
-of their own; above it the read grows with the user (`benchmarks/scale.py`)."""
+"""A user with more vectors than this moves to a collection of their own. A search of a shard
+user reads (or keeps, `memory.index.shard_cache`) and scores every vector of theirs, which
+grows with the user; a collection of their own is searched by HNSW (`benchmarks/scale.py`)."""
 STASH_SUFFIX = "-old"
 """A collection being compacted is renamed to `<name>-old` while its copy is written."""
 COPY_PAGE = 2000
@@ -115,6 +115,16 @@ def to_own(rows: Rows, user_id: str) -> Rows:
     return Rows([record_id_of(i) for i in rows.ids], rows.vectors, metas)
 
 
+def top_cosine(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the row numbers of the `k` rows most cosine-similar to `query`, best first.
+
+    Also every row's similarity, by row number.
+    """
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    sims = matrix @ query / np.where(norms == 0, 1.0, norms)
+    return np.argsort(-sims, kind="stable")[:k], sims
+
+
 def rank_rows(got: Any, query: np.ndarray, k: int) -> list[tuple[str, str, float]]:
     """Rank a user's shard entries by cosine similarity to `query`, best `k` first.
 
@@ -124,10 +134,7 @@ def rank_rows(got: Any, query: np.ndarray, k: int) -> list[tuple[str, str, float
     ids = list(got["ids"])
     if not ids:
         return []
-    matrix = np.asarray(got["embeddings"], dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-    sims = matrix @ query / np.where(norms == 0, 1.0, norms)
-    order = np.argsort(-sims, kind="stable")[:k]
+    order, sims = top_cosine(np.asarray(got["embeddings"], dtype=np.float32), query, k)
     metas = got["metadatas"] or [{}] * len(ids)
     return [
         (record_id_of(ids[n]), str((metas[n] or {}).get("kind", "")), float(sims[n])) for n in order

@@ -26,6 +26,7 @@ from memory.store.reads import PAGE, StoreReader
 from memory.store.records import (
     MemoryRecord,
     UserId,
+    check_user_id,
     namespace,
     repair_namespace,
     stable_id,
@@ -245,7 +246,11 @@ class WriteThrough:
 
     def _upsert(self, records: list[MemoryRecord]) -> None:
         if self.index is not None and records:
-            self.index.upsert(records)
+            user_id = check_user_id(records[0].user_id)
+            # The store's count bounds the user's vectors: most users are far below
+            # `promote_at` and need no count in Chroma (a read of the whole shard).
+            count = functools.partial(self.reader.count, user_id, self.index.promote_at + 1)
+            self.index.upsert(records, count=count)
 
     def _delete(self, user_id: UserId, ids: list[str]) -> None:
         if self.index is not None and ids:

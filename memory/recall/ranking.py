@@ -8,7 +8,7 @@ Interface (what `memory.recall.search.Recall.search` calls)
     snap = self.snapshots.current(user_id, now)        # memory.lexical.snapshot.UserIndex
     records = snap.records                             # {id: record}, recallable ones
     lexical = snap.bm25.search(query, 200)             # [(id, bm25 score)], best first
-    dense = [(h.id, h.similarity) for h in self.index.query(user_id, vector, 200)]
+    dense = [(h.id, h.similarity) for h in self.index.query(user_id, vector, 200, records)]
     config = ranking.RankConfig(
         embedder=self.index.embedder.spec,             # selects the relevance floor
         half_life_days=self.policy.half_life_days,     # one decay policy for the service

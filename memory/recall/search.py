@@ -158,10 +158,12 @@ class Recall:
             try:
                 asked = [query, *(hop.queries if hop is not None else ())]
                 vectors = embed_queries(self.index.embedder, asked)
-                hits = self.index.query(user_id, vectors[0], CANDIDATES)
+                # The snapshot names the records the store has: a shard user's vectors are
+                # scored from those (`memory.index.shard_cache`), not read by filter.
+                hits = self.index.query(user_id, vectors[0], CANDIDATES, records)
                 dense = [(h.id, h.similarity) for h in hits]
                 if hop is not None and hop.queries:
-                    more = [self.index.query(user_id, v, CANDIDATES) for v in vectors[1:]]
+                    more = [self.index.query(user_id, v, CANDIDATES, records) for v in vectors[1:]]
                     dense = hop.dense(dense, [[(h.id, h.similarity) for h in m] for m in more])
                     hits += [h for m in more for h in m]
                 missing = list(dict.fromkeys((h.kind, h.id) for h in hits if h.id not in records))

@@ -94,6 +94,10 @@ class StoreReader:
         out.sort(key=lambda r: r.updated_at, reverse=True)
         return out
 
+    def count(self, user_id: UserId, at_most: int) -> int:
+        """Return how many records a user has, whatever their status, counting to `at_most`."""
+        return len(self.store.search(namespace(user_id), limit=at_most))
+
     def with_subject(self, user_id: UserId, kind: Kind, subject: str) -> list[MemoryRecord]:
         """Return every memory of one kind with one subject (e.g. a thread's raw turns).
 

@@ -79,7 +79,12 @@ def test_memory_service_over_chroma_server(
     server.stop()
     assert not server.alive()
 
-    # Server down: recall falls back to words over the store, still per user.
+    # Server down: a user whose vectors this process holds is still recalled by meaning
+    # (from its copy of shard users' vectors, checked against the store's records) ...
+    assert _contents(service, LEI, "我应该喝什么饮料？")[0] == "用户喜欢喝绿茶。"
+    # ... and without that copy (a process that never searched them), recall falls back to
+    # words over the store, still per user.
+    index.cache.clear()
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="memory.service"):
         fallback = _contents(service, ALICE, "vegetarian")

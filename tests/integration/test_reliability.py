@@ -320,6 +320,9 @@ async def test_chroma_server_stopped_mid_run_degrades_then_repairs(
 
         server.stop()
         assert not server.alive()
+        # This process wrote Rita's vectors, so its copy of them (`memory.index.shard_cache`)
+        # would serve recall without Chroma; a process holding none falls back to the store.
+        index.cache.clear()
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger="memory.service"):
             down = await s.turn(user, "r2", "I'm allergic to peanuts.")

@@ -4,7 +4,9 @@ The same guarantees as on embedded Chroma (`tests/unit/test_scale_layout.py`): t
 one shard with the same sentences never see each other's memories (also with the filter
 broken), a growing user is promoted, per-user collections of the earlier layout move into
 shards when a client opens the server, and delete-user removes every vector of the user:
-no entry close to one of their sentences is readable in any collection afterwards. (The
+no entry close to one of their sentences is readable in any collection afterwards. A
+client's copy of shard users' vectors follows writes made through another client
+(`tests/unit/test_shard_cache.py` on embedded Chroma). (The
 server's own files are the server's: a dropped collection's folder there is its to purge.)
 """
 
@@ -14,7 +16,7 @@ import uuid
 from typing import TYPE_CHECKING
 
 import pytest
-from scale_checks import readable_vectors, same_shard_user
+from scale_checks import check_the_copy_follows_another_writer, readable_vectors, same_shard_user
 
 from memory.backends import BackendConfig, open_backends
 from memory.index.chroma import ChromaIndex, fingerprint, index_text
@@ -111,6 +113,18 @@ def test_shards_on_a_chroma_server_with_postgres(servers: Servers, pg_url: str) 
             service.delete_user(user)
         for vector in vectors:
             assert readable_vectors(index.client, vector) == []
+
+
+def test_the_copy_follows_another_client_of_the_server(servers: Servers, pg_url: str) -> None:
+    """A second client of the same `chroma run` server (another process's index, with its
+    own copy of shard users' vectors) writes, forgets and deletes: the first one's next
+    search follows (`scale_checks.check_the_copy_follows_another_writer`)."""
+    port, _ = servers.chroma(servers.tmp / "chroma-copy")
+    config = BackendConfig(database_url=pg_url, chroma_host=HOST, chroma_port=port)
+    with open_backends(config, setup=True) as b:
+        other = ChromaIndex.open(make_embedder("local"), host=HOST, port=port)
+        assert other.client is not b.index.client
+        check_the_copy_follows_another_writer(b.store, b.index, other, uuid.uuid4().hex[:8])
 
 
 def _key(user: str) -> str:

@@ -48,7 +48,7 @@ def _add_all(service: MemoryService, user: str, sentences: list[str]) -> list[st
 class UnfilteredIndex(ChromaIndex):
     """An index whose shard search forgot the user filter: every user's nearest come back."""
 
-    def query(self, user_id: str, vector: np.ndarray, k: int) -> list[IndexHit]:
+    def query(self, user_id: str, vector: np.ndarray, k: int, known: Any = None) -> list[IndexHit]:
         shard = self._shard(user_id)._collection
         res = shard.query(query_embeddings=[vector], n_results=k, include=["distances"])
         return [
