@@ -509,8 +509,11 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     floor = load_model().span_forget_floor
     if reading.intent != "forget" and (found is None or reading.forget < floor):
         return []
-    # A request is often asked ("Would you mind dropping …?", "能不能别记…？"): the model
-    # reads that; its form alone ("Have I told you about my job?") says nothing either way.
+    # A request is often asked ("Would you mind dropping …?", "能不能别记…？"), in a modal form;
+    # a question whether something was done or known ("Have you deleted my address",
+    # "你删了我的地址吗") asks, whatever the model reads, unless its wording names a request.
+    if found is None and asks_by_form(sentence) and not _ASKS_A_FAVOUR.search(sentence):
+        return []
     that = "这个" if has_cjk(sentence) else "that"
     if reading.target == "that":
         return [ForgetRequest(query=that)]
@@ -578,6 +581,12 @@ _POLITE_END = re.compile(
 _EMAIL_ADDRESS = re.compile(r"(?i)\b(e-?mail|mail)\s+address\b|(邮箱|电子邮件|邮件)地址")
 
 
+# How a favour is asked: a modal question, not one whether something was done or known.
+_ASKS_A_FAVOUR = re.compile(
+    r"(?i)^(?:please\s+)?(?:would|could|can|will|won't|mind|do you mind|is it (?:ok|okay|alright"
+    r"|possible|fine)|would it be|how about|why don't|why not)\b"
+    r"|能不能|能否|可不可以|可以|要不|行吗|好吗|好不好|行不行|麻烦"
+)
 _ABOUT_MEMORY = re.compile(
     r"(?i)\b(?:my|mine|about|you know|you have|you remember|memory|memories|notes|records"
     r"|that|this|it|everything)\b"

@@ -23,9 +23,6 @@ LEARNING_RATE = 0.05
 NGRAM_WEIGHTS = (0.5, 1.0, 2.0)
 L2_VALUES = (1e-4, 1e-3)
 SPAN_FLOOR_MIN = 0.05
-FOLDS = 5
-FORGET_PRECISION = 0.98
-"""The forget precision the span floor keeps (issue 22's target)."""
 """The least forget probability a request's wording may get by with, whatever dev says."""
 
 
@@ -120,38 +117,29 @@ def choose_threshold(probabilities: np.ndarray, gold: list[str], labels: tuple[s
     return float(min(0.9, max(0.5, max(others, default=0.0) + 1e-3)))
 
 
-Sentence = tuple[float, bool, bool]
-"""One sentence as the floor is chosen on: (forget probability, worded as a request, is one)."""
+def choose_span_floor(
+    intent: Head, dev: Sequence[Utterance], ngram_weight: float, threshold: float
+) -> float:
+    """Return the forget probability a request's wording needs, chosen on dev.
 
-
-def sentence_reads(intent: Head, items: Sequence[Utterance], ngram_weight: float) -> list[Sentence]:
-    """Return how a head that never saw `items` reads each of their sentences."""
+    The offline path takes a sentence worded as a request (`memory.extraction.forget_span`)
+    for one when the model gives forget at least this: the lowest value above every dev
+    sentence so worded that is no request ("Don't forget to call mum").
+    """
     from memory.extraction import forget_span, split_sentences
 
-    said = [(s, u.intent == "forget") for u in items for s in split_sentences(u.text) or [u.text]]
-    col = intent.labels.index("forget")
-    probs = intent.probabilities(features([s for s, _ in said], ngram_weight))[:, col]
-    return [
-        (float(p), forget_span(s) is not None, gold)
-        for (s, gold), p in zip(said, probs, strict=True)
+    worded = [
+        s
+        for u in dev
+        if u.intent != "forget"
+        for s in split_sentences(u.text)
+        if forget_span(s) is not None
     ]
-
-
-def choose_span_floor(reads: Sequence[Sentence], threshold: float) -> float:
-    """Return the forget probability a request's wording needs.
-
-    The offline path takes a sentence for a forget request when the model gives forget at
-    least `threshold`, or at least this floor and its wording names a request ("Please
-    forget …"). The floor is the lowest at which what the wording adds (worded sentences
-    between the floor and the threshold) is a request `FORGET_PRECISION` of the time, over
-    sentences the heads never saw (dev, and train out of fold).
-    """
-    worded = [(p, gold) for p, w, gold in reads if w and SPAN_FLOOR_MIN <= p < threshold]
-    for floor in sorted({p for p, _ in worded}):
-        added = [gold for p, gold in worded if p >= floor]
-        if sum(added) >= FORGET_PRECISION * len(added):
-            return float(floor)
-    return float(threshold)
+    if not worded:
+        return SPAN_FLOOR_MIN
+    col = intent.labels.index("forget")
+    top = float(intent.probabilities(features(worded, ngram_weight))[:, col].max())
+    return float(min(threshold, max(SPAN_FLOOR_MIN, top + 1e-3)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -190,14 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     heads = fit(train, vectors[:n], grams[:n], ngram_weight, l2, ("intent",))
     dev_p = heads["intent"].probabilities(_inputs(vectors[n:], grams[n:], ngram_weight))
     threshold = choose_threshold(dev_p, [u.intent for u in dev], heads["intent"].labels)
-    reads = sentence_reads(heads["intent"], dev, ngram_weight)
-    for fold in range(FOLDS):  # train out of fold: more sentences the floor is set on
-        rest = [i for i in range(n) if i % FOLDS != fold]
-        held = [u for i, u in enumerate(train) if i % FOLDS == fold]
-        part = [train[i] for i in rest]
-        head = fit(part, vectors[rest], grams[rest], ngram_weight, l2, ("intent",))["intent"]
-        reads += sentence_reads(head, held, ngram_weight)
-    floor = choose_span_floor(reads, threshold)
+    floor = choose_span_floor(heads["intent"], dev, ngram_weight, threshold)
     final = fit(both, vectors, grams, ngram_weight, l2)
     save_model(UnderstandingModel(final, ngram_weight, threshold, floor))
     summary = {
