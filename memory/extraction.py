@@ -509,9 +509,8 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     floor = load_model().span_forget_floor
     if reading.intent != "forget" and (found is None or reading.forget < floor):
         return []
-    # A request is often asked ("Would you mind dropping …?", "能不能别记…？"), in a modal form;
-    # a question whether something was done or known ("Have you deleted my address",
-    # "你删了我的地址吗") asks, whatever the model reads, unless its wording names a request.
+    # A request is often asked, as a favour ("Would you mind dropping …?", "能不能别记…？"); a
+    # question whether it was done ("Have you deleted my address") asks, whatever the model reads.
     if found is None and asks_by_form(sentence) and not _ASKS_A_FAVOUR.search(sentence):
         return []
     that = "这个" if has_cjk(sentence) else "that"
