@@ -39,10 +39,19 @@ from memory.recall.block import BLOCK_CLOSE, BLOCK_OPEN
 
 _REF_TIME = re.compile(r"(?:Reference time|参考时间)[:：]\s*(\S+)")
 # A line of what the extraction prompt lists as remembered (`graphs.extract`).
-_KNOWN = re.compile(r"^\s*- id (\S+) · ([\w.-]+): ", re.M)
+_KNOWN = re.compile(r"^\s*- id (\S+) · ([\w.-]+): (.*)$", re.M)
 _WORD = re.compile(r"\S+\s*|\s+")
 CJK_PIECE_CHARS = 3
 """Characters per streamed piece of a Chinese reply (English streams word by word)."""
+
+
+def _quoted(text: str) -> str:
+    """Return the content a known memory's line quotes (`memory.recall.block.quote`)."""
+    try:
+        said = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return said if isinstance(said, str) else text
 
 
 def pieces(text: str) -> list[str]:
@@ -244,7 +253,7 @@ class OfflineChatModel(BaseChatModel):
             found = _REF_TIME.search(system)
             now = datetime.fromisoformat(found.group(1)) if found else datetime.now(UTC)
             said = "\n".join(text_of(m) for m in messages if isinstance(m, HumanMessage))
-            known = [(m[1], m[2]) for m in _KNOWN.finditer(system)]
+            known = [(m[1], m[2], _quoted(m[3])) for m in _KNOWN.finditer(system)]
             parsed = extract_rules(said, now, known)
             if include_raw:
                 return {

@@ -30,6 +30,7 @@ from memory.extraction import (
 )
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
+from memory.text.corrections import Correction, correction, says_value
 from memory.text.statements import split_text
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -399,6 +400,22 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
+# A clause led by a third person ("…, his name is Biscuit", "…，她叫朵朵") says more of what
+# the clause before it named: read alone, "his name is Biscuit" would be the user's name.
+_ANAPHOR = re.compile(r"(?i)^(?:he|she|his|her|they|their|it|its|it's|him|them)\b|^[他她它]")
+
+
+def _bound(clauses: list[str]) -> list[str]:
+    """Return clauses with each one led by a third-person pronoun joined to the one before."""
+    out: list[str] = []
+    for clause in clauses:
+        if out and _ANAPHOR.match(clause):
+            out[-1] = f"{out[-1]}{'，' if has_cjk(clause) else ', '}{clause}"
+        else:
+            out.append(clause)
+    return out
+
+
 def _event(
     clause: str, now: datetime, *, past: bool = False, moved: bool = False
 ) -> CandidateMemory | None:
@@ -475,13 +492,32 @@ _OTHER_PERSON = re.compile(
     r"|男朋友|女朋友|同事|朋友|老板|领导|邻居|室友|闺蜜|同学|爸妈|父母|妹|姐|哥|弟|妈|爸)"
 )
 _BIRTHDAY = re.compile(r"(?i)birthday|bday|生日")
+# Whose name or number it is: a third person's ("her name's Hannah", "他叫小林") is not the
+# user's own, whatever family the model reads.
+_THIRD_PERSON = re.compile(
+    r"(?i)\b(?:he|she|his|her|hers|him|they|their|them|it|its|it's)\b|[他她它]|(?<!我)的名字"
+)
+# A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
+_MEASURE = re.compile(
+    r"(?i)\d\s*(?:cm|mm|m|kg|kgs|lbs?|ft|in)\b|\b(?:centimet|met(?:er|re)|kilo|pound|feet|foot"
+    r"|inch|stone|tall|height|weigh)\w*|厘米|公分|公斤|千克|斤|米|身高|体重|个子"
+)
 _MIN_STATEMENT_CHARS = 4
 
 
-def _subject(reading: Reading, clause: str) -> str:
-    """Return the subject a statement the patterns did not know is filed under."""
+def _subject(reading: Reading, clause: str, context: str = "") -> str:
+    """Return the subject a statement the patterns did not know is filed under.
+
+    `context` is the sentence before it in the message: "Her name's Hannah." after "I have
+    a new girlfriend." is the girlfriend's name.
+    """
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
     who = relation_in(clause)
+    if reading.family in ("name", "age") and _THIRD_PERSON.search(clause):
+        who = who or relation_in(context)
+        return f"family.{who}.{slug}" if who else f"people.{slug}"
+    if reading.family == "age" and _MEASURE.search(clause):
+        return f"profile.body.{slug}"
     if reading.kind == "recurring_date":
         what = "birthday" if _BIRTHDAY.search(clause) else "anniversary"
         return f"family.{who}.{what}" if who else f"profile.{what}"
@@ -502,7 +538,9 @@ def _subject(reading: Reading, clause: str) -> str:
     return f"{FAMILY_PREFIX[reading.family]}.{slug}"
 
 
-def _from_reading(clause: str, reading: Reading, now: datetime) -> CandidateMemory | None:
+def _from_reading(
+    clause: str, reading: Reading, now: datetime, context: str = ""
+) -> CandidateMemory | None:
     """Return a statement no pattern knew, typed as the model reads it, said in its own words."""
     if len(normalize_text(clause)) < _MIN_STATEMENT_CHARS or reading.kind == "event":
         return None  # a one-off without a future day is history: dates decide events
@@ -515,7 +553,7 @@ def _from_reading(clause: str, reading: Reading, now: datetime) -> CandidateMemo
         value = mention.day.strftime("--%m-%d")  # yearly: the month and day, no year
     return CandidateMemory(
         kind=RECORD_KIND.get(reading.kind, "fact"),
-        subject=_subject(reading, clause),
+        subject=_subject(reading, clause, context),
         content=f"用户说：{said}。" if zh else f"User said: {said}.",
         value=value,
         confidence=0.8,
@@ -526,17 +564,17 @@ _STATES = ("remember", "update")
 
 
 def _statements(
-    sentence: str, reading: Reading, now: datetime, *, typed: bool = True
+    sentence: str, reading: Reading, now: datetime, *, typed: bool = True, context: str = ""
 ) -> list[CandidateMemory]:
     """Return the candidates of one sentence: what patterns find, and (`typed`) the rest."""
-    clauses = _clauses(sentence)
+    clauses = _bound(_clauses(sentence))
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
     if reading.intent == "update" and all(cand is None for cand in found):
         # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would
         # keep "not 38" as a statement of its own.
-        whole = _from_reading(sentence, reading, now)
+        whole = _from_reading(sentence, reading, now, context)
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
@@ -545,13 +583,17 @@ def _statements(
     out = []
     for clause, cand in zip(clauses, found, strict=True):
         if cand is None and by_clause[clause].intent in _STATES:
-            cand = _from_reading(clause, by_clause[clause], now)
+            cand = _from_reading(clause, by_clause[clause], now, context)
         if cand is not None:
             out.append(cand)
     return out
 
 
-def _updates(cand: CandidateMemory, known: Sequence[tuple[str, str]]) -> CandidateMemory:
+Known = tuple[str, str, str]
+"""What the extraction prompt lists as remembered: `(id, subject, content)`."""
+
+
+def _updates(cand: CandidateMemory, known: Sequence[Known]) -> CandidateMemory:
     """Return an update's candidate naming the memory it changes, as a real model would.
 
     A moved date moves the event: an update that states an event changes the first event
@@ -560,11 +602,55 @@ def _updates(cand: CandidateMemory, known: Sequence[tuple[str, str]]) -> Candida
     """
     if cand.kind != "event" or cand.updates:
         return cand
-    event = next((rid for rid, subject in known if subject.startswith("event.")), None)
+    event = next((rid for rid, subject, _ in known if subject.startswith("event.")), None)
     return cand.model_copy(update={"updates": event}) if event else cand
 
 
-def extract_rules(text: str, now: datetime, known: Sequence[tuple[str, str]] = ()) -> Extraction:
+def _said_by(fix: Correction, known: Sequence[Known]) -> tuple[str, str] | None:
+    """Return `(id, subject)` of the first memory listed that says the old value, not the new."""
+    return next(
+        (
+            (rid, subject)
+            for rid, subject, content in known
+            if says_value(content, fix.old) and not says_value(content, fix.new)
+        ),
+        None,
+    )
+
+
+def _corrected(
+    sentence: str, fix: Correction, reading: Reading, now: datetime, known: Sequence[Known]
+) -> CandidateMemory | None:
+    """Return a correction as one statement, filed over the memory that said the old value.
+
+    "I'm 175 cm, not 172" states 175 (the patterns read the sentence without "not 172",
+    so "不是周二，是周四" is one event on Thursday, not two) and changes what is
+    remembered as 172, whatever its subject: the memory listed as remembered that says
+    the old value and not the new one. None of them says it: an event still moves the
+    first one listed (`_updates`).
+    """
+    found = (_from_rules(c, now, reading) for c in _clauses(fix.new))
+    cand = next((c for c in found if c is not None), None)
+    if cand is not None and cand.kind == "event":
+        said = trim_phrase(sentence)
+        at = cand.event_date or ""
+        cand = cand.model_copy(
+            update={"content": f"{said}（{at}）" if has_cjk(said) else f"{said} ({at})."}
+        )
+    elif cand is None or not cand.value:
+        cand = _from_reading(sentence, reading, now)  # the correction in the user's words
+    old = _said_by(fix, known)
+    if old is None:
+        return _updates(cand, known) if cand is not None else None
+    if cand is None:
+        zh = has_cjk(sentence)
+        said = trim_phrase(sentence)
+        content = f"用户说：{said}。" if zh else f"User said: {said}."
+        cand = _cand(RECORD_KIND.get(reading.kind, "fact"), old[1], content, None, 0.8)
+    return cand.model_copy(update={"updates": old[0], "subject": old[1]})
+
+
+def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extraction:
     """Extract the statements of one user message, read by the understanding model.
 
     The model (`memory.understanding`) says what each sentence is: a statement (to remember
@@ -576,13 +662,15 @@ def extract_rules(text: str, now: datetime, known: Sequence[tuple[str, str]] = (
     Args:
         text: The user's message.
         now: When it was said; relative dates resolve against it.
-        known: `(id, subject)` of what is remembered on the message's subjects, best match
-            first (the extraction prompt's list): an update names the memory it changes.
+        known: `(id, subject, content)` of what is remembered on the message's subjects,
+            best match first (the extraction prompt's list): an update names the memory it
+            changes.
 
     """
     out = Extraction()
     sentences = split_sentences(text)
     readings = read_utterances(sentences) if sentences else []
+    context = ""
     for sentence, reading in zip(sentences, readings, strict=True):
         asked = forget_requests(sentence)
         if asked:
@@ -596,11 +684,22 @@ def extract_rules(text: str, now: datetime, known: Sequence[tuple[str, str]] = (
         # A plan or a remark may still state what a pattern knows ("我们用Go写后端", "Call me
         # Alex."); only what the model reads as a statement is kept in its own words.
         typed = reading.intent in _STATES
-        for cand in _statements(sentence, reading, now, typed=typed):
-            if reading.intent == "update":
+        fix = correction(sentence) if reading.intent in _STATES else None
+        # Read as a statement, a correction's form counts only if something remembered said
+        # the old value ("我每周游泳三次，刚才说的两次不对"); read as an update, always.
+        if fix is not None and reading.intent != "update" and not _said_by(fix, known):
+            fix = None
+        if fix is not None:
+            one = _corrected(sentence, fix, reading, now, known)
+            found = [one] if one is not None else []
+        else:
+            found = _statements(sentence, reading, now, typed=typed, context=context)
+        for cand in found:
+            if reading.intent == "update" and fix is None:
                 cand = _updates(cand, known)
             if len(out.memories) < MAX_CANDIDATES:
                 out.memories.append(cand)
+        context = sentence
     return out
 
 

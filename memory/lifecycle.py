@@ -28,6 +28,7 @@ from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
 from memory.understanding import replaces_subject
+from memory.understanding.topics import by_meaning
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -433,7 +434,7 @@ def forget_targets(
             r for r in live if r.kind != "episode" and context and states(context, key_phrase(r))
         ]
     phrase, prefixes = forget_phrase(request)
-    return [
+    found = [
         r
         for r in live
         if r.kind != "episode"
@@ -443,6 +444,8 @@ def forget_targets(
             or (isinstance(r.value, str) and states(r.value, phrase))
         )
     ]
+    # A topic no remembered word says ("我血糖的事" for "我每天打胰岛素"): its family and meaning.
+    return found or by_meaning(_forget_query(request), live)
 
 
 def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> str:

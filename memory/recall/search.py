@@ -32,6 +32,9 @@ CANDIDATES = 200
 PINNED = 4
 """At most this many core memories are added to what a query recalls."""
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
+ASKED_WITH = {"diet": ("health.allergy",)}
+"""What a question about a family also asks about: a meal must avoid what the user is
+allergic to ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" is filed under health)."""
 IMMINENT = timedelta(days=14)
 
 
@@ -92,10 +95,20 @@ def drop_restated_turns(
         ids = set(turn.source.message_ids)
         return bool(ids) and ids <= messages
 
+    # A turn that matched the query's words may say more than was extracted, unless a typed
+    # memory shown quotes all of it ("用户说：晚上尽量不吃米饭。" for "晚上尽量不吃米饭。").
+    quoted = [normalize_text(r.content) for r in typed]
+
+    def says_more(turn: MemoryRecord) -> bool:
+        words = normalize_text(turn.content)
+        return not words or not any(words in q for q in quoted)
+
     return [
         (i, s)
         for i, s in ranked
-        if live[i].kind != "episode" or i in matched or not restated(live[i])
+        if live[i].kind != "episode"
+        or not restated(live[i])
+        or (i in matched and says_more(live[i]))
     ]
 
 
@@ -238,7 +251,7 @@ class Recall:
         (raw turns have no family).
         """
         reading = read_utterance(query)
-        prefixes = family_prefixes(reading.family)
+        prefixes = (*family_prefixes(reading.family), *ASKED_WITH.get(reading.family, ()))
         if reading.intent != "question" or not prefixes:
             return set()
         found = {

@@ -45,6 +45,9 @@ class UnderstandingModel:
     ngram_weight: float
     forget_threshold: float
     """Probability the forget label needs to win (an ordinary statement must not forget)."""
+    span_forget_floor: float = 0.1
+    """The forget probability a sentence worded as a request ("Please forget that …") needs
+    (`memory.extraction.forget_requests`): chosen on the dev split like the threshold."""
 
     def predict(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Return each head's probabilities for `texts`, rows in order."""
@@ -63,6 +66,7 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "labels": {name: list(head.labels) for name, head in model.heads.items()},
         "ngram_weight": model.ngram_weight,
         "forget_threshold": model.forget_threshold,
+        "span_forget_floor": model.span_forget_floor,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -80,4 +84,9 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
             )
             for name, labels in meta["labels"].items()
         }
-    return UnderstandingModel(heads, float(meta["ngram_weight"]), float(meta["forget_threshold"]))
+    return UnderstandingModel(
+        heads,
+        float(meta["ngram_weight"]),
+        float(meta["forget_threshold"]),
+        float(meta.get("span_forget_floor", 0.1)),
+    )

@@ -1,0 +1,77 @@
+"""What a forget request's topic names when no remembered word says it: by family and meaning.
+
+"Delete the stuff about my blood sugar" must reach "I inject insulin every morning", which
+shares no word with it. The request's words are read by the understanding model for their
+subject family (health), and only the user's records filed under that family are weighed,
+by the bundled encoder's similarity to the words. Only what was kept in the user's own
+words is weighed (a record with a value, a name or a request naming a statement is matched by
+its words alone). One record is taken, and only when it is
+both near enough and clearly nearer than every other record of the family: a request that
+names a topic must never take a neighbour with it (the allergy beside the insulin), so
+when two records are about as near, neither goes and the request is reported unmatched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory.store.records import MemoryRecord
+from memory.text.phrases import phrase_of
+from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance
+from memory.understanding.features import sentence_vectors
+
+MEANING_FLOOR = 0.30
+"""The least cosine similarity (bundled encoder) between a request's words and a record.
+Set on the calibration pairs of `tests/unit/test_forget_by_meaning.py` (a neighbour of the
+same family reaches 0.26: "我海鲜过敏" vs the insulin), and checked on its held-out ones."""
+MEANING_MARGIN = 0.04
+"""How much nearer than the family's next record the one taken must be."""
+_EXTRA_PREFIXES = {"hobbies": ("likes",), "home": ("home",)}
+"""Where the offline path files remarks of a family besides its prefix (`graphs.offline_rules`)."""
+
+
+def family_of(subject: str) -> str | None:
+    """Return the subject family a record's subject is filed under, or None."""
+    for family in FAMILY_PREFIX:
+        prefixes = (*family_prefixes(family), *_EXTRA_PREFIXES.get(family, ()))
+        if any(subject == p or subject.startswith(p + ".") for p in prefixes):
+            return family
+    return None
+
+
+def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+    """Return the one record of `records` a forget request's `words` name in other words.
+
+    Args:
+        words: What the request names, without its request words ("我血糖的事").
+        records: The user's live records (raw turns and summaries are not weighed).
+
+    Returns:
+        `[record]`, or `[]` when the words name no family, no record of theirs is near
+        enough, or two are about as near.
+    """
+    if not words.strip() or phrase_of(words, request=True).names:
+        return []  # a name ("Forget about Tomtom") is matched by its words only
+    family = read_utterance(words).family
+    if family not in FAMILY_PREFIX:
+        return []
+    # A record with a value names one thing ("allergic to shellfish", "lives in Hangzhou"):
+    # only its words reach it, or "my peanut allergy" would take the shellfish one. What is
+    # kept in the user's own words is what other words may mean.
+    pool = [
+        r
+        for r in records
+        if r.kind != "episode" and r.value is None and family_of(r.subject) == family
+    ]
+    if not pool:
+        return []
+    vectors = sentence_vectors([words, *(r.content for r in pool)])
+    sims = np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    order = np.argsort(-sims)
+    best = float(sims[order[0]])
+    runner_up = float(sims[order[1]]) if len(order) > 1 else -1.0
+    if best < MEANING_FLOOR or best - runner_up < MEANING_MARGIN:
+        return []
+    return [pool[int(order[0])]]
