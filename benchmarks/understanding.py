@@ -55,6 +55,7 @@ from memory.extraction import (  # noqa: E402
     forget_span,
     split_sentences,
 )
+from memory.index.embeddings import make_embedder  # noqa: E402
 from memory.understanding import Reading, read_utterances  # noqa: E402
 from memory.understanding.corpus import FAMILIES, INTENTS, TRAP, Utterance, load_split  # noqa: E402
 from memory.understanding.features import sentence_vectors  # noqa: E402
