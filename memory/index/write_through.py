@@ -26,7 +26,6 @@ from memory.store.reads import PAGE, StoreReader
 from memory.store.records import (
     MemoryRecord,
     UserId,
-    check_user_id,
     namespace,
     repair_namespace,
     stable_id,
@@ -100,7 +99,7 @@ class WriteThrough:
         self.snapshots.applied(user_id, live, dead, logged)
         if marker is None:
             return
-        done = self._call(user_id, "upsert", lambda: self._upsert(to_index), marker)
+        done = self._call(user_id, "upsert", lambda: self._upsert(user_id, to_index), marker)
         done &= self._call(user_id, "delete", lambda: self._delete(user_id, dead), marker)
         if done:
             self.store.delete(repair_namespace(user_id), marker)
@@ -147,7 +146,8 @@ class WriteThrough:
         active = [r for r in records if r.is_recallable(now)]
         for part in slices(progress, f"{user_id}: indexing", active, EMBED_SLICE):
             # After a failed slice the rest is left to `reindex`: the index is down.
-            if not self._call(user_id, "upsert", functools.partial(self._upsert, list(part))):
+            write = functools.partial(self._upsert, user_id, list(part))
+            if not self._call(user_id, "upsert", write):
                 return
 
     def erase_user(self, user_id: UserId, progress: Progress | None = None) -> int:
@@ -244,9 +244,8 @@ class WriteThrough:
         self.clear_repairs(user_id)
         return len(active)
 
-    def _upsert(self, records: list[MemoryRecord]) -> None:
+    def _upsert(self, user_id: UserId, records: list[MemoryRecord]) -> None:
         if self.index is not None and records:
-            user_id = check_user_id(records[0].user_id)
             # The store's count bounds the user's vectors: most users are far below
             # `promote_at` and need no count in Chroma (a read of the whole shard).
             count = functools.partial(self.reader.count, user_id, self.index.promote_at + 1)
