@@ -13,6 +13,7 @@ import platform
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -842,5 +843,9 @@ def module_at(rev: str, path: str, name: str) -> ModuleType:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        # Loaded, the module needs its file no more: each run would leave a folder behind.
+        shutil.rmtree(folder, ignore_errors=True)
     return module

@@ -9,6 +9,7 @@ layout stores a user in less than a collection of their own), and the chart.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +29,13 @@ def test_scale_benchmark_runs_at_1k_users(tmp_path: Path) -> None:
     argv = [sys.executable, str(REPO / "benchmarks" / "scale.py"), "--users", "1000",
             "--baseline-users", "20", "--large", "300", "--sample", "8", "--pool", "200",
             "--backends", "embedded", "--json", "--out", str(out)]  # fmt: skip
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
+    # The per-user baseline is loaded from git through a file in the temp folder: gone after.
+    assert not list(temp.glob("index_per_user-*"))
     result = json.loads(out.read_text())
     assert json.loads(done.stdout) == result
 
