@@ -42,7 +42,8 @@ from memory.understanding import (
 
 QUESTION_CONFIDENCE = 0.5
 """Below this, the model's "question" alone does not drop a sentence with no question form
-("月底我要交报告" read as a question at 0.39 is a plan)."""
+("月底我要交报告" read as a question at 0.39 is a plan), and a clause read on its own is
+no statement of its own."""
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
@@ -571,9 +572,12 @@ def _statements(
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
-    if reading.intent == "update" and all(cand is None for cand in found):
-        # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would
-        # keep "not 38" as a statement of its own.
+    if all(cand is None for cand in found):
+        # What no pattern types is kept as one statement, in the user's words and filed by
+        # the sentence's reading: cut at its commas, "Even a drizzle of tahini and my
+        # throat gets scratchy" would leave the reaction apart from its cause, each clause
+        # filed by a reading of its own (a correction too: "Sorry, I'm 39, not 38" would
+        # keep "not 38" as a statement of its own).
         whole = _from_reading(sentence, reading, now, context)
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
@@ -582,7 +586,14 @@ def _statements(
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
     for clause, cand in zip(clauses, found, strict=True):
-        if cand is None and by_clause[clause].intent in _STATES:
+        # A clause read alone is a statement of its own only if the model is sure of it:
+        # "1990" in "I was born on March 2, 1990." is the pattern's, read at 0.38.
+        alone = by_clause[clause] if cand is None else None
+        if (
+            alone is not None
+            and alone.intent in _STATES
+            and alone.confidence >= QUESTION_CONFIDENCE
+        ):
             cand = _from_reading(clause, by_clause[clause], now, context)
         if cand is not None:
             out.append(cand)
@@ -671,10 +682,12 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
     sentences = split_sentences(text)
     readings = read_utterances(sentences) if sentences else []
     context = ""
+    asking = False
     for sentence, reading in zip(sentences, readings, strict=True):
         asked = forget_requests(sentence)
         if asked:
             out.forget.extend(asked)
+            asking = True
             continue
         asks = reading.intent == "question" and reading.confidence >= QUESTION_CONFIDENCE
         if asks or reading.intent == "forget" or asks_by_form(sentence):
@@ -683,7 +696,9 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             continue
         # A plan or a remark may still state what a pattern knows ("我们用Go写后端", "Call me
         # Alex."); only what the model reads as a statement is kept in its own words.
-        typed = reading.intent in _STATES
+        # After a forget request, what follows says why ("Feels a bit too personal."): a
+        # value a pattern knows is still kept ("I live in Oslo now."), the rest is no memory.
+        typed = reading.intent in _STATES and not asking
         fix = correction(sentence) if reading.intent in _STATES else None
         # Read as a statement, a correction's form counts only if something remembered said
         # the old value ("我每周游泳三次，刚才说的两次不对"); read as an update, always.

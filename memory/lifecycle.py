@@ -27,8 +27,13 @@ from memory.store.records import (
 from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
-from memory.understanding import replaces_subject
-from memory.understanding.topics import by_meaning
+from memory.understanding import (
+    FAMILY_PREFIX,
+    family_prefixes,
+    read_utterance,
+    replaces_subject,
+)
+from memory.understanding.topics import by_meaning, family_of
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -366,11 +371,21 @@ def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
     query = _forget_query(request)
     low = query.casefold()
     prefixes = [request.subject] if request.subject else []
+    owner = family_of(request.subject) if request.subject else None
+    if owner is not None and request.subject == FAMILY_PREFIX[owner]:
+        # A family named as a whole ("stop keeping where I live") is all it is filed under:
+        # the remarks about home ("home.…") as well as the city.
+        prefixes.extend(family_prefixes(owner))
+    # An alias stands for its family only where the model reads the words as of that family:
+    # "我公司地址" is the office's address (work), not where the user lives.
+    family = read_utterance(query).family if query else "none"
     # Longest first, each match used up: "email address" is not also an "address".
     for word in sorted(_FORGET_ALIASES, key=len, reverse=True):
         pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
         if re.search(pattern, low):
-            prefixes.extend(_FORGET_ALIASES[word])
+            owners = {family_of(p.rstrip(".")) for p in _FORGET_ALIASES[word]} - {None}
+            if family not in FAMILY_PREFIX or not owners or family in owners:
+                prefixes.extend(_FORGET_ALIASES[word])
             low = re.sub(pattern, " ", low)
     phrase = phrase_of(query, clause=is_clause(query), request=True)
     return phrase, tuple(dict.fromkeys(prefixes))

@@ -243,21 +243,26 @@ def statements_of(user_id: UserId, thread_id: str, said: Sequence[Said]) -> list
     return [st for m in said for st in split_message(user_id, thread_id, m.message_id, m.text)]
 
 
-def link(extraction: Extraction, statements: Sequence[Statement]) -> list[str | None]:
-    """Return, for each candidate, the id of the statement it was extracted from.
+def link(extraction: Extraction, statements: Sequence[Statement]) -> list[tuple[str, ...]]:
+    """Return, for each candidate, the ids of the statements it was extracted from.
 
-    The statement sharing most of the candidate's words wins (ties: the earlier); a turn
-    of one statement links everything to it. Extraction paraphrases ("User works as a
-    nurse." from "I work as a nurse."), so words, not spelling, decide.
+    The statement sharing most of the candidate's words comes first (ties: the earlier); a
+    turn of one statement links everything to it. Extraction paraphrases ("User works as a
+    nurse." from "I work as a nurse."), so words, not spelling, decide. A candidate that
+    keeps a whole sentence the gate cut at its commas ("我有哮喘，包里常年揣着一瓶沙丁胺醇
+    喷雾") is linked to every statement all of whose words it says: forgetting it forgets
+    each of them.
     """
     if not statements:
-        return [None] * len(extraction.memories)
+        return [() for _ in extraction.memories]
     terms = [set(tokenize(s.text)) for s in statements]
-    out: list[str | None] = []
+    out: list[tuple[str, ...]] = []
     for cand in extraction.memories:
         said = set(tokenize(f"{cand.content} {cand.value or ''}"))
         scores = [len(said & t) / (len(said) or 1) for t in terms]
-        out.append(statements[max(range(len(statements)), key=lambda i: scores[i])].id)
+        best = max(range(len(statements)), key=lambda i: scores[i])
+        whole = [i for i, t in enumerate(terms) if i != best and t and t <= said]
+        out.append(tuple(statements[i].id for i in [best, *whole]))
     return out
 
 

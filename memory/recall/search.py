@@ -32,9 +32,10 @@ CANDIDATES = 200
 PINNED = 4
 """At most this many core memories are added to what a query recalls."""
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
-ASKED_WITH = {"diet": ("health.allergy",)}
-"""What a question about a family also asks about: a meal must avoid what the user is
-allergic to ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" is filed under health)."""
+ASKED_WITH = {"diet": ("health",)}
+"""What a question about a family also asks about: a meal must avoid what the user's body
+does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
+user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
 IMMINENT = timedelta(days=14)
 
 
@@ -60,6 +61,25 @@ class Recalled:
     why: str = "relevant"
     """`relevant` (ranked for the query), `core` (always worth knowing) or `conflict`
     (the other side of a conflicting note that was recalled)."""
+
+
+def _as_near_as_said(
+    dense: list[tuple[str, float]], records: Mapping[str, MemoryRecord]
+) -> list[tuple[str, float]]:
+    """Return dense hits with each memory as near as the nearest statement it was said in.
+
+    A memory kept as a whole sentence ("我有哮喘，包里常年揣着一瓶沙丁胺醇喷雾，换季最容易犯")
+    has one vector for all its clauses; the statement "我有哮喘" is nearer to "我有什么老毛病
+    吗？". Only the hits are looked at: a statement that is no hit lifts nothing.
+    """
+    near = dict(dense)
+    out = []
+    for i, sim in dense:
+        rec = records.get(i)
+        if rec is not None and rec.kind != "episode" and rec.source.statement_ids:
+            sim = max(sim, *(near.get(sid, sim) for sid in rec.source.statement_ids))
+        out.append((i, sim))
+    return out
 
 
 def drop_restated_turns(
@@ -190,6 +210,7 @@ class Recall:
                 log.warning("index unavailable, recalling by words only: %s", exc)
         # Only candidates and core memories are looked at: the cost of a query must not
         # grow with every memory the user has.
+        dense = _as_near_as_said(dense, records)
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         family = self._family_matches(snap.records, query, k, now)

@@ -156,19 +156,19 @@ class MemoryWriter:
         *,
         context: str = "",
         latest: Sequence[str] = (),
-        statement_of: Sequence[str | None] = (),
+        statement_of: Sequence[Sequence[str]] = (),
     ) -> list[Change]:
         """Apply one turn's extraction (see `MemoryService.save`).
 
-        `statement_of` names, per candidate, the statement it was extracted from
+        `statement_of` names, per candidate, the statements it was extracted from
         (`memory.turn.link`); `latest` may hold statement ids as well as message ids.
         """
         now = utcnow()
         said_at = source.said_at or now
         changes: list[Change] = []
         for i, cand in enumerate(extraction.memories):
-            sid = statement_of[i] if i < len(statement_of) else None
-            origin = source.model_copy(update={"statement_ids": [sid]}) if sid else source
+            sids = list(statement_of[i]) if i < len(statement_of) else []
+            origin = source.model_copy(update={"statement_ids": sids}) if sids else source
             new = self._record(user_id, cand, origin, said_at, now, i)
             found, kept = self.screen([new.content, _text(new.value), new.subject])
             if found and find_sensitive(new.subject.replace(".", " ").replace("_", " ")):

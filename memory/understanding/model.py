@@ -47,7 +47,8 @@ class UnderstandingModel:
     """Probability the forget label needs to win (an ordinary statement must not forget)."""
     span_forget_floor: float = 0.1
     """The forget probability a sentence worded as a request ("Please forget that …") needs
-    (`memory.extraction.forget_requests`): chosen on the dev split like the threshold."""
+    (`memory.extraction.forget_requests`): chosen out of fold on train and dev
+    (`memory.understanding.train.choose_span_floor`), never on test."""
 
     def predict(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Return each head's probabilities for `texts`, rows in order."""

@@ -19,6 +19,7 @@ import numpy as np
 
 from memory.store.records import MemoryRecord
 from memory.text.phrases import phrase_of
+from memory.text.statements import split_text
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance
 from memory.understanding.features import sentence_vectors
 
@@ -67,8 +68,14 @@ def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord
     ]
     if not pool:
         return []
-    vectors = sentence_vectors([words, *(r.content for r in pool)])
-    sims = np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    # A record kept as a whole sentence is as near as it is, or as its nearest statement
+    # ("I take levothyroxine …" in "Just so you know, I take levothyroxine …").
+    pieces = [list(dict.fromkeys([r.content, *split_text(r.content)])) for r in pool]
+    flat = [p for ps in pieces for p in ps]
+    vectors = sentence_vectors([words, *flat])
+    near = np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    bounds = np.cumsum([0, *(len(ps) for ps in pieces)])
+    sims = np.array([near[a:b].max() for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
     order = np.argsort(-sims)
     best = float(sims[order[0]])
     runner_up = float(sims[order[1]]) if len(order) > 1 else -1.0
