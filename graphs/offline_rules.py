@@ -572,12 +572,9 @@ def _statements(
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
-    if all(cand is None for cand in found):
-        # What no pattern types is kept as one statement, in the user's words and filed by
-        # the sentence's reading: cut at its commas, "Even a drizzle of tahini and my
-        # throat gets scratchy" would leave the reaction apart from its cause, each clause
-        # filed by a reading of its own (a correction too: "Sorry, I'm 39, not 38" would
-        # keep "not 38" as a statement of its own).
+    if reading.intent == "update" and all(cand is None for cand in found):
+        # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would
+        # keep "not 38" as a statement of its own.
         whole = _from_reading(sentence, reading, now, context)
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
@@ -586,14 +583,7 @@ def _statements(
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
     for clause, cand in zip(clauses, found, strict=True):
-        # A clause read alone is a statement of its own only if the model is sure of it:
-        # "1990" in "I was born on March 2, 1990." is the pattern's, read at 0.38.
-        alone = by_clause[clause] if cand is None else None
-        if (
-            alone is not None
-            and alone.intent in _STATES
-            and alone.confidence >= QUESTION_CONFIDENCE
-        ):
+        if cand is None and by_clause[clause].intent in _STATES:
             cand = _from_reading(clause, by_clause[clause], now, context)
         if cand is not None:
             out.append(cand)
