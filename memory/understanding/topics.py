@@ -67,11 +67,32 @@ def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord
     ]
     if not pool:
         return []
-    vectors = sentence_vectors([words, *(r.content for r in pool)])
-    sims = np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    at = nearest(words, [r.content for r in pool], MEANING_FLOOR, MEANING_MARGIN)
+    return [] if at is None else [pool[at]]
+
+
+def similarities(words: str, texts: Sequence[str]) -> np.ndarray:
+    """Return the bundled encoder's cosine similarity of `words` to each of `texts`."""
+    vectors = sentence_vectors([words, *texts])
+    return np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+
+
+def nearest(words: str, texts: Sequence[str], floor: float, margin: float) -> int | None:
+    """Return the index of the one text `words` mean, or None.
+
+    Only when it is at least `floor` near and `margin` nearer than every other text: two
+    about as near are both left alone.
+    """
+    return pick(similarities(words, texts), floor, margin) if texts else None
+
+
+def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
+    """Return the index of the one similarity at least `floor` and `margin` above the rest."""
+    if not len(sims):
+        return None
     order = np.argsort(-sims)
     best = float(sims[order[0]])
     runner_up = float(sims[order[1]]) if len(order) > 1 else -1.0
-    if best < MEANING_FLOOR or best - runner_up < MEANING_MARGIN:
-        return []
-    return [pool[int(order[0])]]
+    if best < floor or best - runner_up < margin:
+        return None
+    return int(order[0])
