@@ -608,14 +608,23 @@ def _updates(cand: CandidateMemory, known: Sequence[Known]) -> CandidateMemory:
     return cand.model_copy(update={"updates": event}) if event else cand
 
 
+_RELATIVE = re.compile(r"^family\.([^.]+)\.")
+
+
 def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:
     """Return `(id, subject)` of the memory listed that an update changes, found by meaning.
 
     No words need be shared: "组会时间改了，以后是每周四上午十点" changes "每周二下午三点我要
     跟导师开组会" (`memory.understanding.updates`); None when no one memory is clearly it.
     """
-    at = changed_record(sentence, reading.family, [(subject, c) for _, subject, c in known])
-    return None if at is None else (known[at][0], known[at][1])
+    # What is said of one relative changes nothing said of another (mum's birthday is no
+    # news of the sister's name).
+    who = relation_in(sentence)
+    mine = [
+        k for k in known if not (who and _RELATIVE.match(k[1]) and _RELATIVE.match(k[1])[1] != who)
+    ]
+    at = changed_record(sentence, reading.family, [(subject, c) for _, subject, c in mine])
+    return None if at is None else (mine[at][0], mine[at][1])
 
 
 def _changes(
