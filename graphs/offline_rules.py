@@ -611,6 +611,12 @@ def _updates(cand: CandidateMemory, known: Sequence[Known]) -> CandidateMemory:
 _RELATIVE = re.compile(r"^family\.([^.]+)\.")
 
 
+def _relative(subject: str) -> str | None:
+    """Return the relative a subject is filed under (`family.<relation>.…`), or None."""
+    found = _RELATIVE.match(subject)
+    return found[1] if found else None
+
+
 def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:
     """Return `(id, subject)` of the memory listed that an update changes, found by meaning.
 
@@ -620,9 +626,7 @@ def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[
     # What is said of one relative changes nothing said of another (mum's birthday is no
     # news of the sister's name).
     who = relation_in(sentence)
-    mine = [
-        k for k in known if not (who and _RELATIVE.match(k[1]) and _RELATIVE.match(k[1])[1] != who)
-    ]
+    mine = [k for k in known if who is None or _relative(k[1]) in (None, who)]
     at = changed_record(sentence, reading.family, [(subject, c) for _, subject, c in mine])
     return None if at is None else (mine[at][0], mine[at][1])
 
