@@ -38,7 +38,9 @@ from memory.understanding import (
     UPDATE_SUBJECT,
     Reading,
     read_utterances,
+    slot_of,
 )
+from memory.understanding.updates import changed_record
 
 QUESTION_CONFIDENCE = 0.5
 """Below this, the model's "question" alone does not drop a sentence with no question form
@@ -607,6 +609,57 @@ def _updates(cand: CandidateMemory, known: Sequence[Known]) -> CandidateMemory:
     return cand.model_copy(update={"updates": event}) if event else cand
 
 
+_RELATIVE = re.compile(r"^family\.([^.]+)\.")
+
+
+def _relative(subject: str) -> str | None:
+    """Return the relative a subject is filed under (`family.<relation>.…`), or None."""
+    found = _RELATIVE.match(subject)
+    return found[1] if found else None
+
+
+def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:
+    """Return `(id, subject)` of the memory listed that an update changes, found by meaning.
+
+    No words need be shared: "组会时间改了，以后是每周四上午十点" changes "每周二下午三点我要
+    跟导师开组会" (`memory.understanding.updates`); None when no one memory is clearly it.
+    """
+    # What is said of one relative changes nothing said of another (mum's birthday is no
+    # news of the sister's name).
+    who = relation_in(sentence)
+    mine = [k for k in known if who is None or _relative(k[1]) in (None, who)]
+    at = changed_record(sentence, reading.family, [(subject, c) for _, subject, c in mine])
+    return None if at is None else (mine[at][0], mine[at][1])
+
+
+def _changes(
+    sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
+) -> list[CandidateMemory]:
+    """Return an update's candidates, the memory it changes by meaning named on one of them.
+
+    A statement filed under a slot ("User lives in Bath") replaces its slot by itself;
+    another typed value (a moved event's date, a number) carries the update; with none, it is
+    one statement in the user's words, filed over what it changes (the store gives it that
+    memory's kind and subject: a moved weekly meeting stays a habit).
+    """
+    if any(slot_of(c.subject) is not None for c in found):
+        return found
+    old = _meant_by(sentence, reading, known)
+    if old is None:
+        return found
+    # A moved date carries the update of what is remembered as dated; a date found in a
+    # correction of anything else ("刚才说反了") is no value of it.
+    dated = old[1].startswith("event.")
+    typed = next((c for c in found if c.value and (c.kind == "event") == dated), None)
+    if typed is not None:
+        return [c.model_copy(update={"updates": old[0]}) if c is typed else c for c in found]
+    zh = has_cjk(sentence)
+    said = trim_phrase(sentence)
+    content = f"用户说：{said}。" if zh else f"User said: {said}."
+    kind = RECORD_KIND.get(reading.kind, "fact")
+    return [_cand(kind, old[1], content, None, 0.8).model_copy(update={"updates": old[0]})]
+
+
 def _said_by(fix: Correction, known: Sequence[Known]) -> tuple[str, str] | None:
     """Return `(id, subject)` of the first memory listed that says the old value, not the new."""
     return next(
@@ -640,7 +693,7 @@ def _corrected(
         )
     elif cand is None or not cand.value:
         cand = _from_reading(sentence, reading, now)  # the correction in the user's words
-    old = _said_by(fix, known)
+    old = _said_by(fix, known) or _meant_by(sentence, reading, known)
     if old is None:
         return _updates(cand, known) if cand is not None else None
     if cand is None:
@@ -699,6 +752,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             found = [one] if one is not None else []
         else:
             found = _statements(sentence, reading, now, typed=typed, context=context)
+            if reading.intent == "update" and known:
+                found = _changes(sentence, reading, found, known)
         for cand in found:
             if reading.intent == "update" and fix is None:
                 cand = _updates(cand, known)

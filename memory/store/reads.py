@@ -12,6 +12,7 @@ from memory.store.records import (
     KINDS,
     NAMESPACE_ROOT,
     REPAIR_ROOT,
+    STATED_KINDS,
     TURN_SUBJECT,
     Kind,
     MemoryRecord,
@@ -80,6 +81,17 @@ class StoreReader:
                 if rec.user_id == user_id:
                     out[rec.id] = rec
         return out
+
+    def active_record(self, user_id: UserId, rid: str) -> MemoryRecord | None:
+        """Return this user's active record `rid` of any stated kind, if it may be read.
+
+        What an update names (`CandidateMemory.updates`): "the book club moved to
+        Thursdays", read as an event, is filed as the weekly habit it ends.
+        """
+        found = self.get_many(user_id, [(kind, rid) for kind in STATED_KINDS]).get(rid)
+        if found is None or found.status != "active" or not self.may_read(found):
+            return None
+        return found
 
     def scan(
         self, user_id: UserId, *, include_inactive: bool = False, kind: Kind | None = None

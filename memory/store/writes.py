@@ -169,6 +169,7 @@ class MemoryWriter:
         for i, cand in enumerate(extraction.memories):
             sids = list(statement_of[i]) if i < len(statement_of) else []
             origin = source.model_copy(update={"statement_ids": sids}) if sids else source
+            cand = self._as_update(user_id, cand) if cand.updates else cand
             new = self._record(user_id, cand, origin, said_at, now, i)
             found, kept = self.screen([new.content, _text(new.value), new.subject])
             if found and find_sensitive(new.subject.replace(".", " ").replace("_", " ")):
@@ -181,8 +182,6 @@ class MemoryWriter:
             if found:
                 new.content = kept[0]
                 new.value = kept[1] if new.value is not None else None
-            if cand.updates:
-                new.subject = self._updated_subject(user_id, new, cand.updates)
             new.scope = access_scope(self.access, self.agent_id, new.subject)
             replaced = None
             if cand.replaces:
@@ -570,16 +569,15 @@ class MemoryWriter:
             ),
         )
 
-    def _updated_subject(self, user_id: UserId, new: MemoryRecord, updates: str) -> str:
-        """Return the subject a candidate takes from the memory it says it updates.
-
-        Only an active memory of this user and kind counts; any other id (made up, another
-        user's, another kind) is ignored and the candidate keeps its own subject.
-        """
-        found = self.reader.get_many(user_id, [(new.kind, updates)]).get(updates)
-        if found is None or found.status != "active" or not self.reader.may_read(found):
-            return new.subject
-        return found.subject
+    def _as_update(self, user_id: UserId, cand: CandidateMemory) -> CandidateMemory:
+        """Return a candidate filed as the memory it updates: that memory's kind and subject."""
+        found = self.reader.active_record(user_id, cand.updates or "")
+        if found is None:
+            return cand  # a made-up id, another user's, ended: the candidate as it is
+        date = cand.event_date if found.kind == "event" else None
+        return cand.model_copy(
+            update={"kind": found.kind, "subject": found.subject, "event_date": date}
+        )
 
     def _refusal(self, new: MemoryRecord, step: list[Change]) -> Change | None:
         """Return a `refused` change if the access policy forbids any change in `step`.

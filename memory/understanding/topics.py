@@ -71,14 +71,35 @@ def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord
     # A record kept as a whole sentence is as near as it is, or as its nearest statement
     # ("I take levothyroxine …" in "Just so you know, I take levothyroxine …").
     pieces = [list(dict.fromkeys([r.content, *split_text(r.content)])) for r in pool]
-    flat = [p for ps in pieces for p in ps]
-    vectors = sentence_vectors([words, *flat])
-    near = np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    near = similarities(words, [p for ps in pieces for p in ps])
     bounds = np.cumsum([0, *(len(ps) for ps in pieces)])
     sims = np.array([near[a:b].max() for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
+    at = pick(sims, MEANING_FLOOR, MEANING_MARGIN)
+    return [] if at is None else [pool[at]]
+
+
+def similarities(words: str, texts: Sequence[str]) -> np.ndarray:
+    """Return the bundled encoder's cosine similarity of `words` to each of `texts`."""
+    vectors = sentence_vectors([words, *texts])
+    return np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+
+
+def nearest(words: str, texts: Sequence[str], floor: float, margin: float) -> int | None:
+    """Return the index of the one text `words` mean, or None.
+
+    Only when it is at least `floor` near and `margin` nearer than every other text: two
+    about as near are both left alone.
+    """
+    return pick(similarities(words, texts), floor, margin) if texts else None
+
+
+def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
+    """Return the index of the one similarity at least `floor` and `margin` above the rest."""
+    if not len(sims):
+        return None
     order = np.argsort(-sims)
     best = float(sims[order[0]])
     runner_up = float(sims[order[1]]) if len(order) > 1 else -1.0
-    if best < MEANING_FLOOR or best - runner_up < MEANING_MARGIN:
-        return []
-    return [pool[int(order[0])]]
+    if best < floor or best - runner_up < margin:
+        return None
+    return int(order[0])

@@ -1,0 +1,95 @@
+"""Which remembered statement an update changes, found by meaning, not by its words.
+
+"The book club got moved to Thursdays now" changes "My book club meets every Tuesday
+evening", and "不对，我车牌尾号是73" changes "我车牌尾号是37", though no pattern names
+either pair and the old value is not repeated. The understanding model reads the sentence as
+an update and its subject family; the records it may change are what is remembered on the
+message's subjects (the extraction prompt's list), those of the same family or filed under
+no family (a habit, a remark). The bundled encoder weighs each against the sentence
+(`memory.understanding.topics.pick`): one record is taken, and only when it is near
+enough and clearly nearer than every other, so an update never ends a neighbour with it.
+
+The floor and margin were chosen on the calibration pairs of
+`benchmarks/data/update_pairs.json` (`python benchmarks/update_match.py`), and checked on its
+held-out pairs, written after and not tuned on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from memory.understanding import FAMILY_PREFIX
+from memory.understanding.features import sentence_vectors
+from memory.understanding.topics import family_of, pick
+
+UPDATE_FLOOR = 0.26
+"""The least cosine similarity (bundled encoder) between an update (its nearest part) and the
+record it changes. Chosen on the calibration pairs: 24 of 26 changes taken, none wrong (at
+0.24 an unrelated remark takes a habit at 0.25); held out, 11 of 16 taken, 1 wrong (a role
+change in the same bank takes the bank), 4 missed."""
+UPDATE_MARGIN = 0.06
+"""How much nearer than the pool's next record the one taken must be (calibration pairs:
+every margin from 0 to 0.14 scores the same; the middle one)."""
+
+_SAID = re.compile(r"^(?:User said:\s*|用户说[：:]\s*)")
+_CLAUSE = re.compile(r"[,;:，；：、—]+|\s+-\s+")
+
+
+def record_text(content: str) -> str:
+    """Return a record's content without the offline path's "User said:" frame."""
+    return _SAID.sub("", content).strip()
+
+
+def pool_of(family: str, subjects: Sequence[str]) -> list[int]:
+    """Return the indexes of the subjects an update read in `family` may change.
+
+    Those of the family, and those filed under none (a habit, a body measure); none when
+    the model names no family (an update about nothing it can name ends nothing).
+    """
+    if family not in FAMILY_PREFIX:
+        return []
+    return [i for i, s in enumerate(subjects) if family_of(s) in (family, None)]
+
+
+def changed_record(
+    sentence: str,
+    family: str,
+    records: Sequence[tuple[str, str]],
+    floor: float = UPDATE_FLOOR,
+    margin: float = UPDATE_MARGIN,
+) -> int | None:
+    """Return the index of the one record of `records` an update changes, or None.
+
+    Args:
+        sentence: The update, as said ("The book club got moved to Thursdays now").
+        family: The subject family the model reads in it.
+        records: `(subject, content)` of what is remembered on the message's subjects.
+        floor: The least similarity the record must reach.
+        margin: How much nearer it must be than the next record of the pool.
+    """
+    pool = pool_of(family, [subject for subject, _ in records])
+    if not pool:
+        return None
+    at = pick(update_similarities(sentence, [records[i][1] for i in pool]), floor, margin)
+    return None if at is None else pool[at]
+
+
+def parts_of(sentence: str) -> list[str]:
+    """Return the sentence and, if it has several, its clauses (cut at punctuation)."""
+    parts = [p.strip() for p in _CLAUSE.split(sentence) if len(p.strip()) > 1]
+    return [sentence, *parts] if len(parts) > 1 else [sentence]
+
+
+def update_similarities(sentence: str, contents: Sequence[str]) -> np.ndarray:
+    """Return how near an update is to each record: its nearest part's cosine similarity.
+
+    An update says more than the value it changes ("…, the host's schedule changed"), so
+    the sentence and each of its clauses are weighed, and the nearest counts.
+    """
+    parts = parts_of(sentence)
+    vectors = sentence_vectors([*parts, *(record_text(c) for c in contents)])
+    sims = vectors[len(parts) :] @ vectors[: len(parts)].T
+    return np.asarray(sims.max(axis=1), dtype=np.float64)
