@@ -32,12 +32,14 @@ FRESH_SETS = {
     "fresh": DATA / "understanding_fresh.json",
     "fresh2": DATA / "understanding_fresh2.json",
     "fresh3": DATA / "understanding_fresh3.json",
+    "fresh4": DATA / "understanding_fresh4.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
 author who saw no rule, corpus line or test, after the misses of the first were fixed, the
 third written blind by a third author while the second's classes of misses were worked on,
-and run only once that work was merged."""
+and run only once that work was merged; the fourth likewise, by a fourth author, while the
+third's misses were worked on (nobody working on them read it)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

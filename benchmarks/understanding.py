@@ -12,8 +12,8 @@ forget request); then the median time per utterance of the model (one utterance 
 the encoder included, nothing cached) and of the old keyword rules, in the same run.
 
 Also, in the same JSON: the fresh sets (`benchmarks/data/understanding_fresh.json`, and
-`understanding_fresh2.json` and `understanding_fresh3.json` written blind by a second and a
-third author; in no split) through the
+`understanding_fresh2.json` to `understanding_fresh4.json` written blind by a second, a third and a
+fourth author; in no split) through the
 offline extractor, and with ``--graph`` through the compiled graph
 (`benchmarks/_fresh_graph.py`: typed, recalled in the top 5, updates, forgets, the dinner
 question); and `rules_check`, the phrasing rules the model's labels could replace, scored
@@ -211,7 +211,7 @@ def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], di
     }
 
 
-FRESH_SETS = ("fresh", "fresh2", "fresh3")
+FRESH_SETS = ("fresh", "fresh2", "fresh3", "fresh4")
 """`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then two written blind."""
 
 
