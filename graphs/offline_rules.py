@@ -34,6 +34,7 @@ from memory.text.corrections import Correction, correction, says_value
 from memory.text.statements import split_text
 from memory.understanding import (
     FAMILY_PREFIX,
+    QUESTION_CONFIDENCE,
     RECORD_KIND,
     UPDATE_SUBJECT,
     Reading,
@@ -41,11 +42,6 @@ from memory.understanding import (
     slot_of,
 )
 from memory.understanding.updates import changed_record
-
-QUESTION_CONFIDENCE = 0.5
-"""Below this, the model's "question" alone does not drop a sentence with no question form
-("月底我要交报告" read as a question at 0.39 is a plan), and a clause read on its own is
-no statement of its own."""
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I

@@ -29,7 +29,7 @@ from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn
 from memory.summary import ThreadSummary
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
-from memory.understanding import read_utterances
+from memory.understanding import QUESTION_CONFIDENCE, read_utterances
 
 LATEST_STATEMENTS = 6
 """How many of the user's earlier statements "forget that" may reach back to."""
@@ -353,15 +353,21 @@ def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> li
         for st in statements
         if st.id not in blocked and not is_question(st.text) and not asks_to_forget(st.text)
     ]
-    # Small talk states nothing either ("Morning!", "lol ok", "晚安！"): kept raw, it would
-    # come back for any question its vector happens to sit near. Only what the model is
-    # sure of, and only when no memory was taken from it.
+    # Small talk states nothing either ("Morning!", "lol ok", "晚安！"), nor does a request
+    # to the assistant with no question mark ("Give me three tips for a job interview"):
+    # kept raw, it would come back for any question its vector or words sit near ("What do
+    # I do for a living?"). Only what the model is sure of, and only when no memory was
+    # taken from it.
     stated = {sid for c in changes for sid in c.record.source.statement_ids}
     readings = read_utterances([st.text for st in kept]) if kept else []
     return [
         st
         for st, r in zip(kept, readings, strict=True)
-        if st.id in stated or not (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
+        if st.id in stated
+        or not (
+            (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
+            or (r.intent == "question" and r.confidence >= QUESTION_CONFIDENCE)
+        )
     ]
 
 

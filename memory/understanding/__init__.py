@@ -20,6 +20,7 @@ from memory.understanding.model import load_model
 
 __all__ = [
     "FAMILY_PREFIX",
+    "QUESTION_CONFIDENCE",
     "RECORD_KIND",
     "SLOTS",
     "UPDATE_SUBJECT",
@@ -30,6 +31,12 @@ __all__ = [
     "replaces_subject",
     "slot_of",
 ]
+
+QUESTION_CONFIDENCE = 0.5
+"""Below this, the model's "question" alone does not make a sentence ask ("月底我要交报告"
+read as a question at 0.39 is a plan). At or above it, a sentence with no memory taken from
+it asks: a request to the assistant ("Give me three tips for a job interview", "给我讲个冷笑
+话呗") states nothing about the user, for the extractor and for the raw archive alike."""
 
 RECORD_KIND: dict[str, str] = {
     "fact": "fact",

@@ -167,7 +167,9 @@ async def test_dont_mention_this_again_means_the_latest_statement(
     await say(session, user, "a", "我住在成都", "推荐个餐馆", "别再提这个了")
     live = texts(await active(session, user))
     assert "成都" not in live
-    assert "推荐个餐馆" in live  # the request was not what "this" meant
+    # A request to the assistant states nothing: it is no statement "this" could mean, and
+    # it is not kept raw.
+    assert "推荐个餐馆" not in live
 
 
 async def test_forget_that_forgets_the_fact_and_the_raw_turn(session: Session, user: str) -> None:

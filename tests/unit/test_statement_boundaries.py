@@ -104,3 +104,15 @@ def test_span_floor_is_the_best_out_of_fold_f1() -> None:
     floor, scores = choose_span_floor(items, oof, threshold=0.6)
     assert 0.3 < floor < 0.5
     assert scores["en"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+
+
+@pytest.mark.parametrize(
+    "request_",
+    ["Recommend a podcast about history", "给我推荐一部周末看的电影吧"],
+)
+def test_a_request_to_the_assistant_is_not_kept_raw(request_: str) -> None:
+    from memory.turn import archivable
+
+    said = split_message(check_user_id("u1"), "t1", "m1", f"{request_}. I work as a nurse.")
+    kept = [st.text for st in archivable(said, [])]
+    assert kept == ["I work as a nurse."], kept
