@@ -27,12 +27,7 @@ from memory.store.records import (
 from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
-from memory.understanding import (
-    FAMILY_PREFIX,
-    family_prefixes,
-    read_utterance,
-    replaces_subject,
-)
+from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
 from memory.understanding.topics import by_meaning, family_of
 
 Action = Literal[
@@ -373,8 +368,7 @@ def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
     prefixes = [request.subject] if request.subject else []
     owner = family_of(request.subject) if request.subject else None
     if owner is not None and request.subject == FAMILY_PREFIX[owner]:
-        # A family named as a whole ("stop keeping where I live") is all it is filed under:
-        # the remarks about home ("home.…") as well as the city.
+        # A family named whole ("stop keeping where I live") reaches its remarks ("home.…").
         prefixes.extend(family_prefixes(owner))
     # An alias stands for its family only where the model reads the words as of that family:
     # "我公司地址" is the office's address (work), not where the user lives.
