@@ -221,7 +221,9 @@ class Recall:
             # record is lifted level with the best match ("我在哪上班？" and "我跳槽了，现在在
             # 小米。" share no word, and the encoder puts them apart).
             floor = ranking.tuned(self._rank_config(), query).relevance_floor + 0.05
-            best = max((sim for _, sim in dense), default=floor)
+            # Never under the floor: with few memories every hit may sit below it, and the
+            # answer would be cut with them ("Where am I employed these days?" found nothing).
+            best = max([floor, *(sim for _, sim in dense)])
 
             def lift(i: str) -> float:
                 return best if slot_of(snap.records[i].subject) else floor

@@ -81,3 +81,18 @@ def test_what_a_user_has_one_of_answers_a_question_about_it(service: MemoryServi
     service.archive_turns("u", [(f"m{n}", text, "") for n, text in enumerate(chatter)], source)
     got = [h.record.content for h in service.search("u", "我在哪上班？", 5)]
     assert employer in got, got
+
+
+def test_the_slot_answers_even_when_nothing_reaches_the_floor(service: MemoryService) -> None:
+    # With few memories, every dense hit can sit under the relevance floor; the slot record
+    # is lifted "level with the best match", which must not leave it under the floor too.
+    source = Source(thread_id="t", said_at=T0)
+    employer = "User said: Just signed on as a data analyst with an insurance outfit downtown."
+    notes = [
+        ("work.company", employer),
+        ("habit.weekend_mornings", "User said: mostly weekend mornings."),
+    ]
+    memories = [CandidateMemory(kind="fact", subject=s, content=c) for s, c in notes]
+    service.save("u", Extraction(memories=memories), source)
+    got = [h.record.content for h in service.search("u", "Who am I employed by these days?", 5)]
+    assert employer in got, got
