@@ -87,6 +87,10 @@ def read_sources(directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES)
                 continue
             if labels is None:
                 raise ValueError(f"{name}:{number}: an utterance before any header")
+            if "## " in line:
+                # A header appended to a file with no final newline lands on its last line,
+                # and every line below it would take the labels above it, silently.
+                raise ValueError(f"{name}:{number}: a header inside a line: {line!r}")
             out.append(Utterance(line, lang, *labels))
     return out
 

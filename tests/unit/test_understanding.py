@@ -44,6 +44,17 @@ def test_the_corpus_is_big_balanced_and_labelled() -> None:
     assert all(u.target != "none" for u in items if u.intent == "forget")
 
 
+def test_a_header_glued_to_the_line_above_it_is_refused(tmp_path: Path) -> None:
+    # Appending a section to a file with no final newline glues its header to the last
+    # line: the lines below it must not take the section above's labels unnoticed.
+    (tmp_path / "en.txt").write_text(
+        "## remember fact home\nI live in Lyon.## question none none\nFix my essay.\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="en.txt:2: a header inside a line"):
+        read_sources(tmp_path, ("en.txt",))
+
+
 def test_the_splits_are_disjoint_fixed_and_hold_traps_and_forgets() -> None:
     parts = {name: load_split(name) for name in SPLITS}
     texts = [{u.text for u in items} for items in parts.values()]
