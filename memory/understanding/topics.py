@@ -14,13 +14,14 @@ when two records are about as near, neither goes and the request is reported unm
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from memory.store.records import MemoryRecord
+from memory.store.records import MemoryRecord, is_raw_turn
 from memory.text.phrases import phrase_of
 from memory.text.statements import split_text
-from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance
+from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
 from memory.understanding.features import sentence_vectors
 
 MEANING_FLOOR = 0.30
@@ -43,39 +44,126 @@ def family_of(subject: str) -> str | None:
 
 
 def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
-    """Return the one record of `records` a forget request's `words` name in other words.
+    """Return what a forget request's `words` name in other words: one message's statements.
+
+    What a user says about one thing is often one message of several clauses ("Because I
+    get migraines, I always have sumatriptan in my bag"), each kept as its own statement,
+    and the request's words may be nearest to any of them. So statements are weighed by the
+    message they were said in: only messages with a record of the words' family are weighed,
+    and one is taken when it is near enough and clearly nearer than every other. Of it, the
+    statements said together with the nearest go too (`_said_together`), not a neighbour
+    about something else ("I live in Berlin and I'm vegetarian").
 
     Args:
         words: What the request names, without its request words ("我血糖的事").
-        records: The user's live records (raw turns and summaries are not weighed).
+        records: The user's live records, raw statements included (summaries are not weighed).
 
     Returns:
-        `[record]`, or `[]` when the words name no family, no record of theirs is near
-        enough, or two are about as near.
+        The records and raw statements to forget, or `[]` when the words name no family, no
+        message of theirs is near enough, or two are about as near.
     """
     if not words.strip() or phrase_of(words, request=True).names:
         return []  # a name ("Forget about Tomtom") is matched by its words only
     family = read_utterance(words).family
     if family not in FAMILY_PREFIX:
         return []
-    # A record with a value names one thing ("allergic to shellfish", "lives in Hangzhou"):
-    # only its words reach it, or "my peanut allergy" would take the shellfish one. What is
-    # kept in the user's own words is what other words may mean.
-    pool = [
-        r
-        for r in records
-        if r.kind != "episode" and r.value is None and family_of(r.subject) == family
+    units = _statements(records)
+    # A message is weighed only if it says something of the family: "我吃药那些事" must not
+    # reach "我吃素的" because both say 吃.
+    messages = [
+        m
+        for m in dict.fromkeys(u.message for u in units)
+        if any(family_of(r.subject) == family for u in units if u.message == m for r in u.typed)
     ]
+    pool = [u for u in units if u.message in messages]
     if not pool:
         return []
-    # A record kept as a whole sentence is as near as it is, or as its nearest statement
-    # ("I take levothyroxine …" in "Just so you know, I take levothyroxine …").
-    pieces = [list(dict.fromkeys([r.content, *split_text(r.content)])) for r in pool]
+    near = _nearness(words, pool)
+    best = np.array([max(near[i] for i, u in enumerate(pool) if u.message == m) for m in messages])
+    at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
+    if at is None:
+        return []
+    taken = _said_together(
+        family, [(u, near[i]) for i, u in enumerate(pool) if u.message == messages[at]]
+    )
+    return [r for u in taken for r in u.records]
+
+
+@dataclass(frozen=True)
+class _Statement:
+    """One thing said: its raw copy (if kept) and the records extracted from it."""
+
+    message: str
+    text: str
+    typed: tuple[MemoryRecord, ...]
+    records: tuple[MemoryRecord, ...]
+
+
+def _statements(records: Sequence[MemoryRecord]) -> list[_Statement]:
+    """Return the statements `records` keep, each with the message it was said in.
+
+    A record with a value names one thing ("allergic to shellfish", "lives in Hangzhou"):
+    only its words reach it, or "my peanut allergy" would take the shellfish one. So a
+    statement that holds one is left out, and only what is kept in the user's own words is
+    what other words may mean.
+    """
+    raw = {r.id: r for r in records if is_raw_turn(r)}
+    typed = [r for r in records if r.kind != "episode"]
+    out = []
+    for sid in dict.fromkeys(
+        [*raw, *(s for r in typed for s in r.source.statement_ids if s in raw)]
+    ):
+        mine = tuple(r for r in typed if sid in r.source.statement_ids)
+        out.append(_Statement(_message_of(raw[sid]), raw[sid].content, mine, (raw[sid], *mine)))
+    # Records linked to no raw statement (from before statements, or a raw copy not kept).
+    out += [
+        _Statement(_message_of(r), r.content, (r,), (r,))
+        for r in typed
+        if not any(s in raw for s in r.source.statement_ids)
+    ]
+    return [u for u in out if all(r.value is None for r in u.typed)]
+
+
+def _message_of(record: MemoryRecord) -> str:
+    """Return the key of the message a record was said in (its own id when not known)."""
+    ids = record.source.message_ids
+    return f"{record.source.thread_id}\x1f{ids[0]}" if ids else record.id
+
+
+def _nearness(words: str, units: Sequence[_Statement]) -> list[float]:
+    """Return how near `words` are to each statement: its raw text or any record of it.
+
+    A record kept as a whole sentence is as near as it is, or as its nearest statement
+    ("I take levothyroxine …" in "Just so you know, I take levothyroxine …").
+    """
+    pieces = [
+        list(
+            dict.fromkeys(
+                [u.text, *(t for r in u.typed for t in (r.content, *split_text(r.content)))]
+            )
+        )
+        for u in units
+    ]
     near = similarities(words, [p for ps in pieces for p in ps])
     bounds = np.cumsum([0, *(len(ps) for ps in pieces)])
-    sims = np.array([near[a:b].max() for a, b in zip(bounds[:-1], bounds[1:], strict=True)])
-    at = pick(sims, MEANING_FLOOR, MEANING_MARGIN)
-    return [] if at is None else [pool[at]]
+    return [float(near[a:b].max()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _said_together(family: str, said: Sequence[tuple[_Statement, float]]) -> list[_Statement]:
+    """Return the statements of the message taken that the request means.
+
+    Those of the request's family go, and those of no family ("包里常年揣着一瓶沙丁胺醇喷
+    雾" after "我有哮喘"), which the model reads as part of what is said around them; one of
+    another family only when the words are near enough to it by themselves ("每天早上得吃
+    一片氨氯地平" for "我吃药那些事"), so "I'm vegetarian" stays when the home beside it goes.
+    """
+    readings = read_utterances([u.text for u, _ in said])
+    out = []
+    for (u, near), reading in zip(said, readings, strict=True):
+        families = {family_of(r.subject) for r in u.typed} - {None} or {reading.family}
+        if near >= MEANING_FLOOR or family in families or families <= {"none"}:
+            out.append(u)
+    return out
 
 
 def similarities(words: str, texts: Sequence[str]) -> np.ndarray:

@@ -1,0 +1,100 @@
+"""A forget request reaches what was said together, and nothing said beside it (issue 22).
+
+A user says one thing in several clauses ("Since my knee operation, I use a cane on the
+stairs"); the gate keeps each clause as its own statement, and a request in other words
+("my knee trouble") is near one of them. What was said together goes together
+(`memory.understanding.topics.by_meaning`), raw statements included; a clause about
+something else said in the same message stays. "That" / "刚才那句" is the whole last
+statement: the clauses with no subject of their own continue the one before them
+(`memory.understanding.topics.continued`).
+"""
+
+from __future__ import annotations
+
+from memory.store.records import MemoryRecord, Source, stable_id
+from memory.understanding.topics import by_meaning
+
+USER = "u"
+THREAD = "t"
+
+
+def said(message: str, clauses: list[tuple[str, list[tuple[str, str]]]]) -> list[MemoryRecord]:
+    """Return the raw statements of one message and the records extracted from each.
+
+    Args:
+        message: The message id.
+        clauses: Each clause's text and its records' `(subject, content)`.
+    """
+    out = []
+    for i, (text, typed) in enumerate(clauses):
+        parts = (THREAD, message) if i == 0 else (THREAD, message, str(i))
+        sid = stable_id(USER, "turn", *parts)
+        src = Source(thread_id=THREAD, message_ids=[message])
+        out.append(
+            MemoryRecord(id=sid, user_id=USER, kind="episode", subject=f"episode.turn.{THREAD}",
+                         content=text, source=src)
+        )  # fmt: skip
+        for n, (subject, content) in enumerate(typed):
+            out.append(
+                MemoryRecord(id=f"{sid}-{n}", user_id=USER, kind="fact", subject=subject,
+                             content=content,
+                             source=src.model_copy(update={"statement_ids": [sid]}))
+            )  # fmt: skip
+    return out
+
+
+def contents(records: list[MemoryRecord]) -> set[str]:
+    return {r.content for r in records}
+
+
+def test_a_topic_in_other_words_takes_every_clause_said_about_it() -> None:
+    asthma = said(
+        "m1",
+        [
+            ("Because of my asthma", [("health.asthma", "User said: Because of my asthma.")]),
+            (
+                "I always carry an inhaler.",
+                [("habit.inhaler", "User said: I always carry an inhaler.")],
+            ),
+        ],
+    )
+    trumpet = said(
+        "m2",
+        [
+            (
+                "I play the trumpet in a brass band.",
+                [("likes.trumpet", "User said: I play the trumpet.")],
+            )
+        ],
+    )
+    assert contents(by_meaning("my breathing problems", asthma + trumpet)) == contents(asthma)
+
+
+def test_a_clause_of_another_family_goes_when_the_words_mean_it() -> None:
+    # The medicine is filed as a routine, and "我吃素" shares 吃 with nothing the words mean.
+    stomach = said(
+        "m1",
+        [
+            ("我有胃溃疡", [("health.胃溃疡", "用户说：我有胃溃疡。")]),
+            (
+                "每天饭后要吃一粒奥美拉唑",
+                [("habit.奥美拉唑", "用户说：每天饭后要吃一粒奥美拉唑。")],
+            ),
+            ("最近好多了", []),
+        ],
+    )
+    diet = said("m2", [("我吃素", [("diet.吃素", "用户说：我吃素。")])])
+    assert contents(by_meaning("我胃不舒服的那些事", stomach + diet)) == contents(stomach)
+
+
+def test_a_neighbour_about_something_else_stays() -> None:
+    records = said(
+        "m1",
+        [
+            ("我腰一直疼", [("health.腰疼", "用户说：我腰一直疼。")]),
+            ("我在一家银行上班", [("work.银行", "用户说：我在一家银行上班。")]),
+        ],
+    )
+    got = contents(by_meaning("我腰疼的事", records))
+    # Its raw statement goes with the record: deleted means gone.
+    assert got == {"我腰一直疼", "用户说：我腰一直疼。"}
