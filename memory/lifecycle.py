@@ -28,7 +28,7 @@ from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
-from memory.understanding.topics import by_meaning, family_of
+from memory.understanding.topics import by_meaning, continued, family_of
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -431,10 +431,11 @@ def forget_targets(
         # "That" is the user's newest statement that is remembered in any form (a memory
         # extracted from it, or only its raw copy): all of it, and nothing said before it.
         for sid in latest:
+            ids = continued(sid, live)  # with the clauses it goes on from
             group = [
                 r
                 for r in live
-                if r.id == sid or sid in r.source.statement_ids
+                if r.id in ids or ids.intersection(r.source.statement_ids)
                 or (not r.source.statement_ids and sid in r.source.message_ids)
             ]  # fmt: skip
             if group:

@@ -421,7 +421,8 @@ def latest_statements(user_id: UserId, thread_id: str, earlier: Sequence[Said]) 
     return [st.id for st in [*reversed(about), *reversed(rest)]][:LATEST_STATEMENTS]
 
 
-_STATES = ("remember", "update")
+_STATES = ("remember", "update", "plan")
+"""What "that" can point at: a plan ("这周末打算把厨房刷一遍") is the user's as much as a fact."""
 
 
 def turn_source(thread_id: str | None, said: Sequence[Said], said_at: datetime, via: str) -> Source:

@@ -97,3 +97,21 @@ def split_message(user_id: UserId, thread_id: str, message_id: str, text: str) -
         parts = (thread_id, message_id) if i == 0 else (thread_id, message_id, str(i))
         out.append(Statement(stable_id(user_id, "turn", *parts), message_id, i, said))
     return out
+
+
+# A Chinese clause that opens with its own subject starts a statement of its own; one that
+# does not ("胖得跟个球一样" after "家里有只橘猫叫馒头") goes on with the one before. English
+# is split only before a subject (`_EN_CLAUSE`), so each of its clauses stands alone.
+_OWN_SUBJECT = re.compile(r"^(?:我|你|您|他|她|它|咱|俺|大家)")
+_ENDS_SENTENCE = re.compile(r"[.!?。！？；;]\s*$")
+
+
+def continues(before: str, clause: str) -> bool:
+    """Return True if `clause`, said right after `before` in one message, goes on with it.
+
+    Only within one sentence, and only a Chinese clause with no subject of its own: what
+    "刚才那句" means is then the whole sentence, not its last clause.
+    """
+    if _ENDS_SENTENCE.search(before) or not re.match(f"[{HAN}]", clause.strip()):
+        return False
+    return not _OWN_SUBJECT.match(clause.strip())

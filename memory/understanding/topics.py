@@ -18,9 +18,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory.store.records import MemoryRecord, is_raw_turn
+from memory.store.records import MemoryRecord, is_raw_turn, stable_id
 from memory.text.phrases import phrase_of
-from memory.text.statements import split_text
+from memory.text.statements import continues, split_text
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
 from memory.understanding.features import sentence_vectors
 
@@ -191,3 +191,34 @@ def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
     if best < floor or best - runner_up < margin:
         return None
     return int(order[0])
+
+
+def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
+    """Return a statement's id with the ids of the earlier clauses of its message it continues.
+
+    "That" / "刚才那句" is the last thing said: in "家里有只橘猫叫馒头，胖得跟个球一样，每天
+    早上五点准时踩我脸" the last clause is about the cat the first names, and forgetting only
+    it would leave the cat. A clause with a subject of its own ("我喜欢猫，我住在杭州") stands
+    alone (`memory.text.statements.continues`).
+    """
+    this = next((r for r in records if r.id == sid and is_raw_turn(r)), None)
+    if this is None or not this.source.message_ids:
+        return {sid}
+    thread, message = this.source.thread_id or "", this.source.message_ids[0]
+    said = {
+        r.id: r.content
+        for r in records
+        if is_raw_turn(r) and r.source.thread_id == this.source.thread_id
+        and r.source.message_ids[:1] == [message]
+    }  # fmt: skip
+    # A statement's id is its place in its message (`memory.text.statements.split_message`).
+    ids = [
+        stable_id(this.user_id, "turn", thread, message, *([str(i)] if i else []))
+        for i in range(len(said) + 8)
+    ]
+    out = {sid}
+    at = ids.index(sid) if sid in ids else 0
+    while at > 0 and ids[at - 1] in said and continues(said[ids[at - 1]], said[ids[at]]):
+        at -= 1
+        out.add(ids[at])
+    return out

@@ -11,6 +11,8 @@ statement: the clauses with no subject of their own continue the one before them
 
 from __future__ import annotations
 
+from memory.extraction import ForgetRequest
+from memory.lifecycle import forget_targets
 from memory.store.records import MemoryRecord, Source, stable_id
 from memory.understanding.topics import by_meaning
 
@@ -98,3 +100,39 @@ def test_a_neighbour_about_something_else_stays() -> None:
     got = contents(by_meaning("我腰疼的事", records))
     # Its raw statement goes with the record: deleted means gone.
     assert got == {"我腰一直疼", "用户说：我腰一直疼。"}
+
+
+def test_that_is_the_whole_last_sentence_its_clauses_go_on_with() -> None:
+    plants = said(
+        "m1",
+        [
+            ("阳台上种了几盆多肉", [("possessions.多肉", "用户说：阳台上种了几盆多肉。")]),
+            ("长得特别慢", []),
+            ("每周浇一次水", [("habit.浇水", "用户说：每周浇一次水。")]),
+        ],
+    )
+    last = plants[-2].id  # the raw copy of the last clause
+    got = forget_targets(ForgetRequest(query="这个"), plants, [last])
+    assert contents(got) == contents(plants)
+
+
+def test_that_leaves_a_clause_with_a_subject_of_its_own() -> None:
+    both = said(
+        "m1",
+        [
+            ("我喜欢下围棋", [("likes.围棋", "用户说：我喜欢下围棋。")]),
+            ("我住在苏州", [("home.苏州", "用户说：我住在苏州。")]),
+        ],
+    )
+    got = forget_targets(ForgetRequest(query="这个"), both, [both[-2].id])
+    assert contents(got) == {"我住在苏州", "用户说：我住在苏州。"}
+
+
+def test_that_can_point_at_a_plan() -> None:
+    from memory.store.records import check_user_id
+    from memory.turn import Said, latest_statements, statements_of
+
+    said_ = [Said("m1", "我养了一只仓鼠。"), Said("m2", "这周末打算把厨房刷一遍。")]
+    user = check_user_id(USER)
+    hamster, plan = (st.id for st in statements_of(user, THREAD, said_))
+    assert latest_statements(user, THREAD, said_)[0] == plan
