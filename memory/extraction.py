@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.store.records import Kind, clean_text, kinds_help
+from memory.text.asking import POLITE_END, asks_a_favour, without_tag
 from memory.text.language import HAN, HAN_CHAR, has_han
 from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
 from memory.understanding.model import load_model
@@ -474,7 +475,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     if _ASKS_DONE.search(s):
         return None  # "你忘了吗？" asks whether something was forgotten
     # "…删掉吗？", "…, please?": how it is asked does not change what is asked.
-    s = _POLITE_END.sub("", s) or s
+    s = POLITE_END.sub("", s) or s
     # "What I just said" is asked as "that" / "这个", the words a model is told to use.
     that = "这个" if has_cjk(s) else "that"
     if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
@@ -511,7 +512,8 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         return []
     # A request is often asked, as a favour ("Would you mind dropping …?", "能不能别记…？"); a
     # question whether it was done ("Have you deleted my address") asks, whatever the model reads.
-    if found is None and asks_by_form(sentence) and not _ASKS_A_FAVOUR.search(sentence):
+    # A polite tag's question mark ("…, ok?") asks nothing (`memory.text.asking`).
+    if found is None and asks_by_form(without_tag(sentence)) and not asks_a_favour(sentence):
         return []
     that = "这个" if has_cjk(sentence) else "that"
     if reading.target == "that":
@@ -572,20 +574,10 @@ _REQUEST_WORDS = re.compile(
 
 # "你忘了吗？", "你删了我的地址吗": asks whether it was done (an object may come between).
 _ASKS_DONE = re.compile(r"(?:忘掉|忘记|忘|删掉|删除|删)了[^吧，,。]{0,12}?(?:吗|么|没有?)$")
-_POLITE_END = re.compile(
-    r"(?i)(?:[,，\s]+(?:please|thanks|thank you|ok|okay)"
-    r"|[，,]?(?:好吗|好不好|可以吗|行吗|吗|呢|谢谢))+$"
-)
 # "my email address" names the email, not where the user lives (the `address` alias).
 _EMAIL_ADDRESS = re.compile(r"(?i)\b(e-?mail|mail)\s+address\b|(邮箱|电子邮件|邮件)地址")
 
 
-# How a favour is asked: a modal question, not one whether something was done or known.
-_ASKS_A_FAVOUR = re.compile(
-    r"(?i)^(?:please\s+)?(?:would|could|can|will|won't|mind|do you mind|is it (?:ok|okay|alright"
-    r"|possible|fine)|would it be|how about|why don't|why not)\b"
-    r"|能不能|能否|可不可以|可以|要不|行吗|好吗|好不好|行不行|麻烦"
-)
 _ABOUT_MEMORY = re.compile(
     r"(?i)\b(?:my|mine|about|you know|you have|you remember|memory|memories|notes|records"
     r"|that|this|it|everything)\b"

@@ -136,3 +136,16 @@ def test_that_can_point_at_a_plan() -> None:
     user = check_user_id(USER)
     hamster, plan = (st.id for st in statements_of(user, THREAD, said_))
     assert latest_statements(user, THREAD, said_)[0] == plan
+
+
+def test_a_polite_tag_does_not_make_a_forget_request_a_question() -> None:
+    from memory.extraction import forget_requests
+
+    for asked in (
+        "Let's keep my salary off the record, ok?",
+        "I'd rather you didn't hang onto my address, ok?",
+        "No more holding on to my phone number, alright?",
+    ):
+        assert forget_requests(asked), asked
+    # A question whether it was done still asks.
+    assert not forget_requests("Have you deleted my address?")
