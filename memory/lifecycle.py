@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+import memory.understanding.topics as topics
 from memory.extraction import ForgetRequest
 from memory.lexical.bm25 import STOP_WORDS, tokenize
 from memory.privacy.screen import redact
@@ -361,9 +362,11 @@ def is_deictic(query: str) -> bool:
     return not query or bool(_DEICTIC.match(query))
 
 
-def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
-    """Return what a forget request names, and the subject prefixes its words stand for."""
-    query = _forget_query(request)
+def forget_phrase(
+    request: ForgetRequest, family: str | None = None
+) -> tuple[Phrase, tuple[str, ...]]:
+    """Return what a forget request names, and the prefixes its words (of `family`) stand for."""
+    query = topics.forget_words(request)
     low = query.casefold()
     prefixes = [request.subject] if request.subject else []
     owner = family_of(request.subject) if request.subject else None
@@ -372,7 +375,7 @@ def forget_phrase(request: ForgetRequest) -> tuple[Phrase, tuple[str, ...]]:
         prefixes.extend(family_prefixes(owner))
     # An alias stands for its family only where the model reads the words as of that family:
     # "我公司地址" is the office's address (work), not where the user lives.
-    family = read_utterance(query).family if query else "none"
+    family = family or (read_utterance(query).family if query else "none")
     # Longest first, each match used up: "email address" is not also an "address".
     for word in sorted(_FORGET_ALIASES, key=len, reverse=True):
         pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
@@ -399,10 +402,6 @@ def is_clause(query: str) -> bool:
     )
 
 
-def _forget_query(request: ForgetRequest) -> str:
-    return request.query.strip(" \t\"'“”‘’，。,.!！?？;；了吧")
-
-
 def forget_targets(
     request: ForgetRequest,
     records: list[MemoryRecord],
@@ -417,9 +416,8 @@ def forget_targets(
     Args:
         request: What the user asked to forget.
         records: The user's records.
-        latest: Ids of the user's latest statements (or, for records from before
-            statements, messages) in this thread, newest first: "forget that" /
-            "别再提这个了" mean the newest of them that is remembered.
+        latest: Ids of the user's latest statements (or, before statements, messages) in
+            this thread, newest first: "forget that" / "别再提这个了" mean the newest remembered.
         context: What the assistant said last: when none of `latest` stated anything,
             "that" means the memories it mentioned.
     """
@@ -427,7 +425,7 @@ def forget_targets(
     live = [
         r for r in records if r.status in ("active", "candidate", "archived") and not is_summary(r)
     ]
-    if is_deictic(_forget_query(request)):
+    if is_deictic(topics.forget_words(request)):
         # "That" is the user's newest statement that is remembered in any form (a memory
         # extracted from it, or only its raw copy): all of it, and nothing said before it.
         for sid in latest:
@@ -443,7 +441,9 @@ def forget_targets(
         return [
             r for r in live if r.kind != "episode" and context and states(context, key_phrase(r))
         ]
-    phrase, prefixes = forget_phrase(request)
+    # The family the words name, as the user's records agree ("我公司地址" is not the home).
+    request, family = topics.one_value_family(request, live)
+    phrase, prefixes = forget_phrase(request, family)
     found = [
         r
         for r in live
@@ -455,7 +455,7 @@ def forget_targets(
         )
     ]
     # A topic no remembered word says ("我血糖的事" for "我每天打胰岛素"): its family and meaning.
-    return found or by_meaning(_forget_query(request), live)
+    return found or by_meaning(topics.forget_words(request), live, family)
 
 
 def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memory.extraction import ForgetRequest
 from memory.store.records import MemoryRecord, is_raw_turn, stable_id
 from memory.text.phrases import phrase_of
 from memory.text.statements import continues, split_text
@@ -43,7 +44,9 @@ def family_of(subject: str) -> str | None:
     return None
 
 
-def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord]:
+def by_meaning(
+    words: str, records: Sequence[MemoryRecord], family: str | None = None
+) -> list[MemoryRecord]:
     """Return what a forget request's `words` name in other words: one message's statements.
 
     What a user says about one thing is often one message of several clauses ("Because I
@@ -57,6 +60,7 @@ def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord
     Args:
         words: What the request names, without its request words ("我血糖的事").
         records: The user's live records, raw statements included (summaries are not weighed).
+        family: The words' family, if already weighed (`one_value_family`); else the model's.
 
     Returns:
         The records and raw statements to forget, or `[]` when the words name no family, no
@@ -64,7 +68,7 @@ def by_meaning(words: str, records: Sequence[MemoryRecord]) -> list[MemoryRecord
     """
     if not words.strip() or phrase_of(words, request=True).names:
         return []  # a name ("Forget about Tomtom") is matched by its words only
-    family = read_utterance(words).family
+    family = family or read_utterance(words).family
     if family not in FAMILY_PREFIX:
         return []
     units = _statements(records)
@@ -99,7 +103,7 @@ class _Statement:
     records: tuple[MemoryRecord, ...]
 
 
-def _statements(records: Sequence[MemoryRecord]) -> list[_Statement]:
+def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> list[_Statement]:
     """Return the statements `records` keep, each with the message it was said in.
 
     A record with a value names one thing ("allergic to shellfish", "lives in Hangzhou"):
@@ -121,7 +125,12 @@ def _statements(records: Sequence[MemoryRecord]) -> list[_Statement]:
         for r in typed
         if not any(s in raw for s in r.source.statement_ids)
     ]
-    return [u for u in out if all(r.value is None for r in u.typed)]
+    return [u for u in out if valued or all(r.value is None for r in u.typed)]
+
+
+def _families(unit: _Statement) -> set[str]:
+    """Return the families a statement's records are filed under."""
+    return {f for r in unit.typed if (f := family_of(r.subject)) is not None}
 
 
 def _message_of(record: MemoryRecord) -> str:
@@ -222,3 +231,51 @@ def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
         at -= 1
         out.add(ids[at])
     return out
+
+
+_ONE_VALUE = ("home", "name", "age")
+"""Families a user has one of: named, the family is forgotten whole (`forget_requests`)."""
+
+
+def one_value_family(
+    request: ForgetRequest, records: Sequence[MemoryRecord]
+) -> tuple[ForgetRequest, str | None]:
+    """Return a forget request as the user's records read it, and the family its words name.
+
+    The model may read a family a user has one of where the words name another thing: "我公
+    司地址那条" reads as home (地址), and the home would go whole. When the words are clearly
+    nearer (the bundled encoder) to a record of another family than to every record of the
+    one the model read, that family is what they name, and the one-value family is not
+    taken whole. Otherwise the model's reading stands.
+
+    Returns:
+        The request (without the one-value subject when its words disagree), and the family
+        its words name (None: not weighed, the model's reading is used).
+    """
+    words = forget_words(request)
+    said = read_utterance(words).family if words else "none"
+    whole = next((f for f in _ONE_VALUE if request.subject == FAMILY_PREFIX[f]), None)
+    if whole is not None and said in FAMILY_PREFIX and said != whole:
+        # The sentence read as a family the words alone do not ("…我上班地点那条…").
+        return request.model_copy(update={"subject": None}), said
+    units = [u for u in _statements(records, valued=True) if _families(u)]
+    if said not in _ONE_VALUE or not units:
+        return request, None
+    near = _nearness(words, units)
+    best = max(range(len(units)), key=near.__getitem__)
+    own = max((n for n, u in zip(near, units, strict=True) if said in _families(u)), default=-1.0)
+    if (
+        said in _families(units[best])
+        or near[best] < MEANING_FLOOR
+        or near[best] - own < MEANING_MARGIN
+    ):
+        return request, said
+    other = sorted(_families(units[best]))[0]
+    if request.subject == FAMILY_PREFIX[said]:
+        request = request.model_copy(update={"subject": None})
+    return request, other
+
+
+def forget_words(request: ForgetRequest) -> str:
+    """Return the words a forget request names, without quotes and end punctuation."""
+    return request.query.strip(" \t\"'“”‘’，。,.!！?？;；了吧")

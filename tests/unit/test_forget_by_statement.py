@@ -149,3 +149,29 @@ def test_a_polite_tag_does_not_make_a_forget_request_a_question() -> None:
         assert forget_requests(asked), asked
     # A question whether it was done still asks.
     assert not forget_requests("Have you deleted my address?")
+
+
+def test_a_family_the_user_has_one_of_goes_whole_only_when_the_words_mean_it() -> None:
+    home = said("m1", [("我住在杭州西湖区", [("profile.city", "用户住在杭州西湖区。")])])
+    office = said(
+        "m2",
+        [
+            (
+                "我们公司在滨江的一栋写字楼里",
+                [("work.写字楼", "用户说：我们公司在滨江的一栋写字楼里。")],
+            )
+        ],
+    )
+    typed_home, typed_office = home[1].content, office[1].content
+    # The sentence read as the home (地址, "address"); the words, or the user's records, say
+    # it is the office.
+    for words in ("公司地址那个", "my office address", "where my office is"):
+        got = contents(
+            forget_targets(ForgetRequest(query=words, subject="profile.city"), home + office)
+        )
+        assert typed_office in got and typed_home not in got, words
+    # Words that mean the home still take it whole.
+    got = contents(
+        forget_targets(ForgetRequest(query="我住哪儿", subject="profile.city"), home + office)
+    )
+    assert typed_home in got and typed_office not in got
