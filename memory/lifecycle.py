@@ -441,7 +441,7 @@ def forget_targets(
         return [
             r for r in live if r.kind != "episode" and context and states(context, key_phrase(r))
         ]
-    # The family the words name, as the user's records agree ("我公司地址" is not the home).
+    # The family the words name, as the user's records agree ("公司地址" is not the home).
     request, family = topics.one_value_family(request, live)
     phrase, prefixes = forget_phrase(request, family)
     found = [

@@ -1,6 +1,6 @@
 """How a request is asked: a polite tag at its end ("…, ok?", "…好吗？") asks nothing.
 
-"Let's keep my home city off the record from now on, ok?" is a request, not a question:
+"Let's keep my salary off the record, ok?" is a request, not a question:
 its question mark belongs to the tag. The one place the polite endings are written.
 """
 

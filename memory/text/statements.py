@@ -92,15 +92,20 @@ def split_message(user_id: UserId, thread_id: str, message_id: str, text: str) -
     The first statement of a message keeps the id the whole message had as a raw turn
     before statements existed, so a replay writes nothing twice.
     """
-    out = []
-    for i, said in enumerate(split_text(text)):
-        parts = (thread_id, message_id) if i == 0 else (thread_id, message_id, str(i))
-        out.append(Statement(stable_id(user_id, "turn", *parts), message_id, i, said))
-    return out
+    return [
+        Statement(statement_id(user_id, thread_id, message_id, i), message_id, i, said)
+        for i, said in enumerate(split_text(text))
+    ]
+
+
+def statement_id(user_id: str, thread_id: str, message_id: str, position: int) -> str:
+    """Return the stable id of the statement at `position` of a message."""
+    parts = (thread_id, message_id) if position == 0 else (thread_id, message_id, str(position))
+    return stable_id(user_id, "turn", *parts)
 
 
 # A Chinese clause that opens with its own subject starts a statement of its own; one that
-# does not ("胖得跟个球一样" after "家里有只橘猫叫馒头") goes on with the one before. English
+# does not ("长得特别慢" after "阳台上种了几盆多肉") goes on with the one before. English
 # is split only before a subject (`_EN_CLAUSE`), so each of its clauses stands alone.
 _OWN_SUBJECT = re.compile(r"^(?:我|你|您|他|她|它|咱|俺|大家)")
 _ENDS_SENTENCE = re.compile(r"[.!?。！？；;]\s*$")

@@ -2,13 +2,17 @@
 
 "Delete the stuff about my blood sugar" must reach "I inject insulin every morning", which
 shares no word with it. The request's words are read by the understanding model for their
-subject family (health), and only the user's records filed under that family are weighed,
-by the bundled encoder's similarity to the words. Only what was kept in the user's own
-words is weighed (a record with a value, a name or a request naming a statement is matched by
-its words alone). One record is taken, and only when it is
-both near enough and clearly nearer than every other record of the family: a request that
-names a topic must never take a neighbour with it (the allergy beside the insulin), so
-when two records are about as near, neither goes and the request is reported unmatched.
+subject family (health), and only the messages in which the user said something of that
+family are weighed, statement by statement, by the bundled encoder's similarity to the words.
+Only what was kept in the user's own words is weighed (a record with a value, a name or a
+request naming a statement is matched by its words alone). One message is taken, and only
+when it is both near enough and clearly nearer than every other: a request that names a
+topic must never take a neighbour with it (the allergy beside the insulin), so when two are
+about as near, neither goes and the request is reported unmatched. Of the message taken,
+what was said together with the topic goes with it, raw statements included.
+
+Also here: what "that" reaches in a sentence (`continued`) and whether a family the user has
+one of is what a request's words name (`one_value_family`).
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.extraction import ForgetRequest
-from memory.store.records import MemoryRecord, is_raw_turn, stable_id
+from memory.store.records import MemoryRecord, is_raw_turn
 from memory.text.phrases import phrase_of
-from memory.text.statements import continues, split_text
+from memory.text.statements import continues, split_text, statement_id
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
 from memory.understanding.features import sentence_vectors
 
@@ -49,8 +53,8 @@ def by_meaning(
 ) -> list[MemoryRecord]:
     """Return what a forget request's `words` name in other words: one message's statements.
 
-    What a user says about one thing is often one message of several clauses ("Because I
-    get migraines, I always have sumatriptan in my bag"), each kept as its own statement,
+    What a user says about one thing is often one message of several clauses ("Because of
+    my asthma, I always carry an inhaler"), each kept as its own statement,
     and the request's words may be nearest to any of them. So statements are weighed by the
     message they were said in: only messages with a record of the words' family are weighed,
     and one is taken when it is near enough and clearly nearer than every other. Of it, the
@@ -72,8 +76,8 @@ def by_meaning(
     if family not in FAMILY_PREFIX:
         return []
     units = _statements(records)
-    # A message is weighed only if it says something of the family: "我吃药那些事" must not
-    # reach "我吃素的" because both say 吃.
+    # A message is weighed only if it says something of the family: "我胃不舒服的那些事" must
+    # not reach "我吃素" because both say 吃.
     messages = [
         m
         for m in dict.fromkeys(u.message for u in units)
@@ -161,10 +165,10 @@ def _nearness(words: str, units: Sequence[_Statement]) -> list[float]:
 def _said_together(family: str, said: Sequence[tuple[_Statement, float]]) -> list[_Statement]:
     """Return the statements of the message taken that the request means.
 
-    Those of the request's family go, and those of no family ("包里常年揣着一瓶沙丁胺醇喷
-    雾" after "我有哮喘"), which the model reads as part of what is said around them; one of
-    another family only when the words are near enough to it by themselves ("每天早上得吃
-    一片氨氯地平" for "我吃药那些事"), so "I'm vegetarian" stays when the home beside it goes.
+    Those of the request's family go, and those of no family ("最近好多了" after "我有胃溃
+    疡"), which the model reads as part of what is said around them; one of another family
+    only when the words are near enough to it by themselves ("每天饭后要吃一粒奥美拉唑" for
+    "我胃不舒服的那些事"), so "I'm vegetarian" stays when the home beside it goes.
     """
     readings = read_utterances([u.text for u, _ in said])
     out = []
@@ -205,9 +209,9 @@ def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
 def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
     """Return a statement's id with the ids of the earlier clauses of its message it continues.
 
-    "That" / "刚才那句" is the last thing said: in "家里有只橘猫叫馒头，胖得跟个球一样，每天
-    早上五点准时踩我脸" the last clause is about the cat the first names, and forgetting only
-    it would leave the cat. A clause with a subject of its own ("我喜欢猫，我住在杭州") stands
+    "That" / "刚才那句" is the last thing said: in "阳台上种了几盆多肉，长得特别慢，每周浇一
+    次水" the last clause is about the plants the first names, and forgetting only it would
+    leave the plants. A clause with a subject of its own ("我喜欢猫，我住在杭州") stands
     alone (`memory.text.statements.continues`).
     """
     this = next((r for r in records if r.id == sid and is_raw_turn(r)), None)
@@ -220,11 +224,8 @@ def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
         if is_raw_turn(r) and r.source.thread_id == this.source.thread_id
         and r.source.message_ids[:1] == [message]
     }  # fmt: skip
-    # A statement's id is its place in its message (`memory.text.statements.split_message`).
-    ids = [
-        stable_id(this.user_id, "turn", thread, message, *([str(i)] if i else []))
-        for i in range(len(said) + 8)
-    ]
+    # A statement's id is its place in its message: the clauses before it are found by it.
+    ids = [statement_id(this.user_id, thread, message, i) for i in range(len(said) + 8)]
     out = {sid}
     at = ids.index(sid) if sid in ids else 0
     while at > 0 and ids[at - 1] in said and continues(said[ids[at - 1]], said[ids[at]]):
@@ -242,8 +243,8 @@ def one_value_family(
 ) -> tuple[ForgetRequest, str | None]:
     """Return a forget request as the user's records read it, and the family its words name.
 
-    The model may read a family a user has one of where the words name another thing: "我公
-    司地址那条" reads as home (地址), and the home would go whole. When the words are clearly
+    The model may read a family a user has one of where the words name another thing: "公司地
+    址那个" reads as home (地址), and the home would go whole. When the words are clearly
     nearer (the bundled encoder) to a record of another family than to every record of the
     one the model read, that family is what they name, and the one-value family is not
     taken whole. Otherwise the model's reading stands.
@@ -256,7 +257,7 @@ def one_value_family(
     said = read_utterance(words).family if words else "none"
     whole = next((f for f in _ONE_VALUE if request.subject == FAMILY_PREFIX[f]), None)
     if whole is not None and said in FAMILY_PREFIX and said != whole:
-        # The sentence read as a family the words alone do not ("…我上班地点那条…").
+        # The sentence read as a family the words alone do not ("my office address").
         return request.model_copy(update={"subject": None}), said
     units = [u for u in _statements(records, valued=True) if _families(u)]
     if said not in _ONE_VALUE or not units:
