@@ -143,3 +143,34 @@ def test_a_forget_by_meaning_keeps_the_neighbours(service: MemoryService) -> Non
     changes = service.save("u", request, Source(thread_id="t", said_at=NOW))
     assert [c.record.content for c in changes if c.action == "forgotten"] == [said[0][1]]
     assert sorted(r.content for r in service.list("u")) == sorted([said[1][1], said[2][1]])
+
+
+def _with_raw_copies(pool: list[MemoryRecord]) -> list[MemoryRecord]:
+    """Return a pool as the graph keeps it: each record beside the raw statement it came from."""
+    from memory.store.records import stable_id
+
+    out = []
+    for r in pool:
+        message = f"m-{r.id}"
+        sid = stable_id("u", "turn", "t", message)
+        words = r.content.removeprefix("User said: ").removeprefix("用户说：")
+        raw_source = Source(thread_id="t", message_ids=[message])
+        out += [
+            MemoryRecord(id=sid, user_id="u", kind="episode", subject="episode.turn.t",
+                         content=words, source=raw_source),
+            r.model_copy(update={"source": raw_source.model_copy(
+                update={"statement_ids": [sid]})}),
+        ]  # fmt: skip
+    return out
+
+
+def test_raw_statements_beside_the_records_do_not_loosen_the_floor() -> None:
+    # A raw copy has no "User said:" frame and is nearer to any words: weighed as it is,
+    # "my back" would take the wrist and "我海鲜过敏" the insulin (`topics.RAW_OFFSET`).
+    for pool, words, taken in CALIBRATION + HELD_OUT:
+        got = [
+            r.id for r in by_meaning(words, _with_raw_copies(POOLS[pool])) if r.kind != "episode"
+        ]
+        assert got in ([], [taken] if taken else []), (words, got)
+        if (pool, words, taken) in CALIBRATION:
+            assert got == ([taken] if taken else []), (words, got)

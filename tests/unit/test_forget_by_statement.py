@@ -163,13 +163,13 @@ def test_a_family_the_user_has_one_of_goes_whole_only_when_the_words_mean_it() -
         ],
     )
     typed_home, typed_office = home[1].content, office[1].content
-    # The sentence read as the home (地址, "address"); the words, or the user's records, say
-    # it is the office.
-    for words in ("公司地址那个", "my office address", "where my office is"):
-        got = contents(
-            forget_targets(ForgetRequest(query=words, subject="profile.city"), home + office)
-        )
-        assert typed_office in got and typed_home not in got, words
+    # The model reads "我们公司的地址" as the home (地址, "address"); the user's records say
+    # the words mean the office. Words it reads as of work never take the home whole.
+    for words in ("我们公司的地址", "my office address", "where my office is"):
+        asked = ForgetRequest(query=words, subject="profile.city")
+        assert typed_home not in contents(forget_targets(asked, home + office)), words
+    asked = ForgetRequest(query="我们公司的地址", subject="profile.city")
+    assert typed_office in contents(forget_targets(asked, home + office))
     # Words that mean the home still take it whole.
     got = contents(
         forget_targets(ForgetRequest(query="我住哪儿", subject="profile.city"), home + office)
