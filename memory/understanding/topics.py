@@ -212,7 +212,7 @@ def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
 
 
 def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
-    """Return a statement's id with the ids of the earlier clauses of its message it continues.
+    """Return a statement's id with the ids of the clauses of its sentence it goes on with.
 
     "That" / "刚才那句" is the last thing said: in "阳台上种了几盆多肉，长得特别慢，每周浇一
     次水" the last clause is about the plants the first names, and forgetting only it would
@@ -235,6 +235,11 @@ def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
     at = ids.index(sid) if sid in ids else 0
     while at > 0 and ids[at - 1] in said and continues(said[ids[at - 1]], said[ids[at]]):
         at -= 1
+        out.add(ids[at])
+    # And the clauses after it that go on with it (a remark the model reads as no statement).
+    at = ids.index(sid) if sid in ids else len(ids) - 1
+    while ids[at + 1 :] and ids[at + 1] in said and continues(said[ids[at]], said[ids[at + 1]]):
+        at += 1
         out.add(ids[at])
     return out
 

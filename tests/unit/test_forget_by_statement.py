@@ -175,3 +175,16 @@ def test_a_family_the_user_has_one_of_goes_whole_only_when_the_words_mean_it() -
         forget_targets(ForgetRequest(query="我住哪儿", subject="profile.city"), home + office)
     )
     assert typed_home in got and typed_office not in got
+
+
+def test_that_takes_the_remark_that_goes_on_with_the_statement() -> None:
+    # "长得特别慢" states nothing the model keeps, so "that" names the clause before it.
+    plants = said(
+        "m1",
+        [
+            ("阳台上种了几盆多肉", [("possessions.多肉", "用户说：阳台上种了几盆多肉。")]),
+            ("长得特别慢", []),
+        ],
+    )
+    got = forget_targets(ForgetRequest(query="这个"), plants, [plants[0].id])
+    assert contents(got) == contents(plants)
