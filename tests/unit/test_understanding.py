@@ -115,6 +115,7 @@ def test_settings_are_scored_only_on_utterances_their_heads_did_not_see() -> Non
     f1, accuracy = settings_score(items, np.hstack([own, 3 * said]), own[:, :1], 1.0, 1e-4)
     assert f1 == accuracy == 1.0, (f1, accuracy)
 
+
 def test_readings_are_one_per_text_in_order() -> None:
     texts = ["Where do I live?", "我不吃辣。", "Where do I live?"]
     readings = read_utterances(texts)
