@@ -796,6 +796,10 @@ def extractive_summary(user_texts: Iterable[str], previous: ThreadSummary | None
     out = previous.model_copy(deep=True) if previous else ThreadSummary()
     for text in user_texts:
         for sentence in _summary_sentences(text):
+            # A question states no rule, goal or decision, whatever its words ("Who wrote
+            # 'Never Let Me Go'?" is no constraint): judged by its form, as the extractor does.
+            if asks_by_form(sentence):
+                continue
             if _CONSTRAINT.search(sentence):
                 add_item(out.constraints, sentence)
             elif _DECISION.search(sentence):
