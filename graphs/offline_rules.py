@@ -38,6 +38,7 @@ from memory.understanding import (
     RECORD_KIND,
     UPDATE_SUBJECT,
     Reading,
+    in_context,
     read_utterances,
     slot_of,
 )
@@ -577,7 +578,13 @@ def _statements(
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
-    readings = [reading] * len(missed) if len(clauses) == 1 else read_utterances(missed)
+    # A clause's subject is read together with its sentence (`in_context`): "even a drizzle
+    # of tahini" is about health in "…, and my throat gets tight".
+    readings = (
+        [reading] * len(missed)
+        if len(clauses) == 1
+        else [in_context(r, reading) for r in read_utterances(missed)]
+    )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
     for clause, cand in zip(clauses, found, strict=True):
@@ -719,7 +726,12 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
     """
     out = Extraction()
     sentences = split_sentences(text)
-    readings = read_utterances(sentences) if sentences else []
+    readings = read_utterances([*sentences, text]) if sentences else []
+    whole = readings.pop() if readings else None
+    if whole is not None and len(sentences) > 1:
+        # A sentence's subject is read together with its message, as a clause's is with its
+        # sentence (`_statements`): "Sesame wrecks me." before "My throat gets tight." is health.
+        readings = [in_context(r, whole) for r in readings]
     context = ""
     asking = False
     for sentence, reading in zip(sentences, readings, strict=True):

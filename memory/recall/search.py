@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from langgraph.store.base import BaseStore, PutOp
 
+from memory.extraction import relation_in
 from memory.index.chroma import ChromaIndex, IndexUnavailable
 from memory.index.embeddings import embed_queries
 from memory.lexical.changes import LexicalSnapshots
@@ -80,6 +81,26 @@ def _as_near_as_said(
             sim = max(sim, *(near.get(sid, sim) for sid in rec.source.statement_ids))
         out.append((i, sim))
     return out
+
+
+def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: datetime) -> set[str]:
+    """Return the typed memories said in the same statement as one of `ids`.
+
+    A sentence cut into clauses is filed clause by clause, and a clause may land in another
+    family than the sentence is about ("我是佛教徒" in "我是佛教徒，长期吃素"): what was said in
+    one breath is lifted together.
+    """
+    said = {sid for i in ids if i in records for sid in records[i].source.statement_ids}
+    if not said:
+        return set()
+    return {
+        rid
+        for rid, rec in records.items()
+        if rid not in ids
+        and rec.kind != "episode"
+        and said.intersection(rec.source.statement_ids)
+        and rec.is_recallable(now)
+    }
 
 
 def drop_restated_turns(
@@ -215,6 +236,7 @@ class Recall:
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         family = self._family_matches(snap.records, query, k, now)
         if family:
+            family |= _said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
             # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
             # What a user has one of (a slot: home, employer, age) is the answer itself: its
@@ -237,7 +259,15 @@ class Recall:
         # Raw conversation turns come back when their words match, or above the episode
         # floor of the encoder and the query's language (`ranking.episode_floor`).
         ranked = ranking.rank(
-            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10, names=names
+            query,
+            dense,
+            lexical,
+            live,
+            now,
+            config=self._rank_config(),
+            k=3 * k + 10,
+            names=names,
+            asked=family,
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
@@ -263,26 +293,40 @@ class Recall:
     def _family_matches(
         records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
     ) -> set[str]:
-        """Return the ids of what is filed under the family a question asks about.
+        """Return the ids of what is filed under the families a question asks about.
 
-        They are lifted just above the relevance floor (`search`).
+        They are lifted just above the relevance floor, and ranked up (`search`).
 
         "Where do I live?" shares no word with "We rent a narrow townhouse in Delft", and the
         encoder puts them apart; the understanding model reads the question as about home,
-        and the statement was filed under home. Only when the family holds at most `k`
-        memories (a family that holds many does not say which) and only typed memories
-        (raw turns have no family).
+        and the statement was filed under home. Only typed memories (raw turns have no
+        family), and only a family that holds at most `k` memories (one that holds many does
+        not say which). What a question also asks about (`ASKED_WITH`: a meal, the body's
+        limits) is counted on its own: the user's allergies are not fewer because they keep
+        a diet, and a dinner idea must respect both. A question about someone else ("What
+        does my sister eat?") asks nothing of the user's own families but the family one.
         """
         reading = read_utterance(query)
-        prefixes = (*family_prefixes(reading.family), *ASKED_WITH.get(reading.family, ()))
-        if reading.intent != "question" or not prefixes:
+        if reading.intent != "question" or not family_prefixes(reading.family):
             return set()
-        found = {
-            rid
-            for rid, rec in records.items()
-            if rec.kind != "episode" and rec.subject.startswith(prefixes) and rec.is_recallable(now)
-        }
-        return found if len(found) <= k else set()
+        if reading.family != "family" and relation_in(query):
+            return set()
+        groups = [
+            family_prefixes(reading.family),
+            *((p,) for p in ASKED_WITH.get(reading.family, ())),
+        ]
+        found: set[str] = set()
+        for prefixes in groups:
+            ids = {
+                rid
+                for rid, rec in records.items()
+                if rec.kind != "episode"
+                and rec.subject.startswith(prefixes)
+                and rec.is_recallable(now)
+            }
+            if len(ids) <= k:
+                found |= ids
+        return found
 
     def mark_recalled(
         self, user_id: UserId, recalled: Iterable[tuple[str, str]], now: datetime
