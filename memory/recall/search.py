@@ -25,7 +25,7 @@ from memory.recall import aliases, ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
-from memory.understanding import family_prefixes, read_utterance, slot_of
+from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -37,6 +37,8 @@ ASKED_WITH = {"diet": ("health",)}
 """What a question about a family also asks about: a meal must avoid what the user's body
 does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
 user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
+NEARER = 0.05
+"""How far above the floor nearness (`Recall._family_matches`) may lift a memory."""
 IMMINENT = timedelta(days=14)
 
 
@@ -88,9 +90,14 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
 
     A sentence cut into clauses is filed clause by clause, and a clause may land in another
     family than the sentence is about ("我是佛教徒" in "我是佛教徒，长期吃素"): what was said in
-    one breath is lifted together.
+    one breath is lifted together. A memory's own statement is the first it is linked to
+    (`memory.turn.link`); the others are ones whose words it merely repeats.
     """
-    said = {sid for i in ids if i in records for sid in records[i].source.statement_ids}
+
+    def said_in(rec: MemoryRecord) -> str | None:
+        return rec.source.statement_ids[0] if rec.source.statement_ids else None
+
+    said = {sid for i in ids if i in records and (sid := said_in(records[i])) is not None}
     if not said:
         return set()
     return {
@@ -98,7 +105,7 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
         for rid, rec in records.items()
         if rid not in ids
         and rec.kind != "episode"
-        and said.intersection(rec.source.statement_ids)
+        and said_in(rec) in said
         and rec.is_recallable(now)
     }
 
@@ -234,7 +241,8 @@ class Recall:
         dense = _as_near_as_said(dense, records)
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
-        family = self._family_matches(snap.records, query, k, now)
+        near = self._family_matches(snap.records, query, k, now)
+        family = set(near)
         if family:
             family |= _said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
@@ -248,7 +256,11 @@ class Recall:
             best = max([floor, *(sim for _, sim in dense)])
 
             def lift(i: str) -> float:
-                return best if slot_of(snap.records[i].subject) else floor
+                if slot_of(snap.records[i].subject):
+                    return best
+                # What a question also asks about is ordered by how near it is to what was
+                # asked: an allergy comes before a pill for a dinner idea (`_family_matches`).
+                return floor + NEARER * near.get(i, 0.0)
 
             have = {i for i, _ in dense}
             dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]
@@ -292,8 +304,8 @@ class Recall:
     @staticmethod
     def _family_matches(
         records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
-    ) -> set[str]:
-        """Return the ids of what is filed under the families a question asks about.
+    ) -> dict[str, float]:
+        """Return what is filed under the families a question asks about, each with a nearness.
 
         They are lifted just above the relevance floor, and ranked up (`search`).
 
@@ -303,29 +315,34 @@ class Recall:
         family), and only a family that holds at most `k` memories (one that holds many does
         not say which). What a question also asks about (`ASKED_WITH`: a meal, the body's
         limits) is counted on its own: the user's allergies are not fewer because they keep
-        a diet, and a dinner idea must respect both. A question about someone else ("What
-        does my sister eat?") asks nothing of the user's own families but the family one.
+        a diet, and a dinner idea must respect both. Its memories come with their nearness to
+        what was asked, the model's probability of the question's family for each ("Shellfish
+        wrecks me." is nearer to a meal than a daily pill); the others with 0. A question
+        about someone else ("What does my sister eat?") asks nothing of the user's own
+        families but the family one.
         """
         reading = read_utterance(query)
         if reading.intent != "question" or not family_prefixes(reading.family):
-            return set()
+            return {}
         if reading.family != "family" and relation_in(query):
-            return set()
-        groups = [
-            family_prefixes(reading.family),
-            *((p,) for p in ASKED_WITH.get(reading.family, ())),
-        ]
-        found: set[str] = set()
-        for prefixes in groups:
-            ids = {
+            return {}
+        also = ASKED_WITH.get(reading.family, ())
+        found: dict[str, float] = {}
+        for n, prefixes in enumerate([family_prefixes(reading.family), *((p,) for p in also)]):
+            ids = [
                 rid
-                for rid, rec in records.items()
+                for rid, rec in sorted(records.items())
                 if rec.kind != "episode"
                 and rec.subject.startswith(prefixes)
                 and rec.is_recallable(now)
-            }
-            if len(ids) <= k:
-                found |= ids
+            ]
+            if len(ids) > k:
+                continue
+            if n == 0:
+                found.update(dict.fromkeys(ids, 0.0))
+                continue
+            for rid, r in zip(ids, read_utterances([records[i].content for i in ids]), strict=True):
+                found[rid] = nearness(r, reading)
         return found
 
     def mark_recalled(

@@ -27,6 +27,7 @@ __all__ = [
     "Reading",
     "family_prefixes",
     "in_context",
+    "nearness",
     "read_utterance",
     "read_utterances",
     "replaces_subject",
@@ -204,3 +205,15 @@ def in_context(reading: Reading, context: Reading) -> Reading:
     both = [a + b for a, b in zip(reading.families, context.families, strict=True)]
     family = _label(load_model().heads["family"].labels, both)
     return reading if family == reading.family else replace(reading, family=family)
+
+
+def nearness(reading: Reading, asked: Reading) -> float:
+    """Return the probability the model gives `reading` of being about `asked`'s family.
+
+    A health memory read against a question about diet: "Shellfish wrecks me." is nearer to
+    a meal than "I take levothyroxine every morning".
+    """
+    labels = load_model().heads["family"].labels
+    if not reading.families or asked.family not in labels:
+        return 0.0
+    return reading.families[labels.index(asked.family)]
