@@ -578,12 +578,14 @@ def _statements(
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
-    # A clause's subject is read together with its sentence (`in_context`): "even a drizzle
-    # of tahini" is about health in "…, and my throat gets tight".
+    # A clause about nothing by itself is read together with its sentence (`in_context`):
+    # "I read every label" is about health after "my throat gets tight". One that names a
+    # subject keeps it: "we have been together two years" after "my partner Priya" is no
+    # second fact about the partner for an update to be torn between.
     readings = (
         [reading] * len(missed)
         if len(clauses) == 1
-        else [in_context(r, reading) for r in read_utterances(missed)]
+        else [r if r.family != "none" else in_context(r, reading) for r in read_utterances(missed)]
     )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []

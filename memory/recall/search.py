@@ -38,7 +38,8 @@ ASKED_WITH = {"diet": ("health",)}
 does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
 user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
 NEARER = 0.05
-"""How far above the floor nearness (`Recall._family_matches`) may lift a memory."""
+"""How far below the best match a meal's limit nearest to nothing is lifted: they are
+ordered by their nearness to the question (`Recall._family_matches`)."""
 IMMINENT = timedelta(days=14)
 
 
@@ -258,9 +259,13 @@ class Recall:
             def lift(i: str) -> float:
                 if slot_of(snap.records[i].subject):
                     return best
-                # What a question also asks about is ordered by how near it is to what was
-                # asked: an allergy comes before a pill for a dinner idea (`_family_matches`).
-                return floor + NEARER * near.get(i, 0.0)
+                # A meal is the user's limits all together (`_family_matches`): each is lifted
+                # level with the best match too, nearest to what was asked first, so an
+                # allergy comes before a pill ("晚饭吃什么？" is no closer to "芒果我碰不了"
+                # than to any other remark, in the encoder's eyes).
+                if near.get(i) is not None:
+                    return best - NEARER * (1.0 - (near[i] or 0.0))
+                return floor
 
             have = {i for i, _ in dense}
             dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]
@@ -304,8 +309,8 @@ class Recall:
     @staticmethod
     def _family_matches(
         records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
-    ) -> dict[str, float]:
-        """Return what is filed under the families a question asks about, each with a nearness.
+    ) -> dict[str, float | None]:
+        """Return what is filed under the families a question asks about, with a nearness.
 
         They are lifted just above the relevance floor, and ranked up (`search`).
 
@@ -313,13 +318,15 @@ class Recall:
         encoder puts them apart; the understanding model reads the question as about home,
         and the statement was filed under home. Only typed memories (raw turns have no
         family), and only a family that holds at most `k` memories (one that holds many does
-        not say which). What a question also asks about (`ASKED_WITH`: a meal, the body's
-        limits) is counted on its own: the user's allergies are not fewer because they keep
-        a diet, and a dinner idea must respect both. Its memories come with their nearness to
-        what was asked, the model's probability of the question's family for each ("Shellfish
-        wrecks me." is nearer to a meal than a daily pill); the others with 0. A question
-        about someone else ("What does my sister eat?") asks nothing of the user's own
-        families but the family one.
+        not say which).
+
+        A question that also asks about another family (`ASKED_WITH`: a meal, and what the
+        body does not take) counts each family on its own: the user's allergies are not
+        fewer because they keep a diet, and a dinner idea must respect both. Its memories
+        come with their nearness to what was asked, the model's probability of the question's
+        family for each ("Shellfish wrecks me." is nearer to a meal than a daily pill); the
+        others with None. A question about someone else ("What does my sister eat?") asks
+        nothing of the user's own families but the family one.
         """
         reading = read_utterance(query)
         if reading.intent != "question" or not family_prefixes(reading.family):
@@ -327,8 +334,8 @@ class Recall:
         if reading.family != "family" and relation_in(query):
             return {}
         also = ASKED_WITH.get(reading.family, ())
-        found: dict[str, float] = {}
-        for n, prefixes in enumerate([family_prefixes(reading.family), *((p,) for p in also)]):
+        found: dict[str, float | None] = {}
+        for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
             ids = [
                 rid
                 for rid, rec in sorted(records.items())
@@ -338,11 +345,10 @@ class Recall:
             ]
             if len(ids) > k:
                 continue
-            if n == 0:
-                found.update(dict.fromkeys(ids, 0.0))
-                continue
-            for rid, r in zip(ids, read_utterances([records[i].content for i in ids]), strict=True):
-                found[rid] = nearness(r, reading)
+            found.update(dict.fromkeys(ids))
+            if also:
+                readings = read_utterances([records[i].content for i in ids])
+                found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
         return found
 
     def mark_recalled(

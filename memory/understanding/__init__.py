@@ -204,7 +204,9 @@ def in_context(reading: Reading, context: Reading) -> Reading:
         return reading
     both = [a + b for a, b in zip(reading.families, context.families, strict=True)]
     family = _label(load_model().heads["family"].labels, both)
-    return reading if family == reading.family else replace(reading, family=family)
+    if family == reading.family or family == "none":
+        return reading  # a whole about nothing in particular takes no subject from a part
+    return replace(reading, family=family)
 
 
 def nearness(reading: Reading, asked: Reading) -> float:
