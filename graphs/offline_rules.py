@@ -21,15 +21,14 @@ from memory.extraction import (
     MAX_CANDIDATES,
     CandidateMemory,
     Extraction,
-    asks_by_form,
     forget_requests,
     has_cjk,
     relation_in,
-    split_sentences,
     trim_phrase,
 )
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
+from memory.text.asking import asks_by_form, split_sentences
 from memory.text.corrections import Correction, correction, says_value
 from memory.text.statements import split_text
 from memory.understanding import (
