@@ -284,7 +284,9 @@ class Recall:
             config=self._rank_config(),
             k=3 * k + 10,
             names=names,
-            asked=family,
+            # Ranked up only for the user's own: of a relative ("我妹妹住在哪里？"), what was said
+            # of them by name answers (`aliases`), not what is filed under the family.
+            asked=set() if relation_in(query) else family,
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
