@@ -135,7 +135,8 @@ def out_of_fold_forget(
     position), sentence by sentence as the offline path reads it; "worded" is whether a
     request's wording (`memory.extraction.forget_span`) finds a span in the sentence.
     """
-    from memory.extraction import forget_span, split_sentences
+    from memory.extraction import forget_span
+    from memory.text.asking import split_sentences
 
     fold = np.arange(len(items)) % FOLDS
     sentences = [split_sentences(u.text) or [u.text] for u in items]
