@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memory.extraction import _is_filler, asks_by_form, split_sentences
+from memory.text.asking import asks_by_form, is_filler, split_sentences
 
 
 def rule_is_question(text: str) -> bool:
@@ -18,7 +18,7 @@ def rule_is_question(text: str) -> bool:
     asking = [asks_by_form(p) for p in sentences]
     if not any(asking):
         return False
-    return all(a or _is_filler(p) for a, p in zip(asking, sentences, strict=True))
+    return all(a or is_filler(p) for a, p in zip(asking, sentences, strict=True))
 
 
 # The first-person pattern `memory.turn.latest_statements` used to tell a statement about the

@@ -21,15 +21,14 @@ from memory.extraction import (
     MAX_CANDIDATES,
     CandidateMemory,
     Extraction,
-    asks_by_form,
     forget_requests,
     has_cjk,
     relation_in,
-    split_sentences,
     trim_phrase,
 )
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
+from memory.text.asking import asks_by_form, split_sentences
 from memory.text.corrections import Correction, correction, says_value
 from memory.text.statements import split_text
 from memory.understanding import (
@@ -38,6 +37,7 @@ from memory.understanding import (
     RECORD_KIND,
     UPDATE_SUBJECT,
     Reading,
+    in_context,
     read_utterances,
     slot_of,
 )
@@ -577,7 +577,15 @@ def _statements(
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
-    readings = [reading] * len(missed) if len(clauses) == 1 else read_utterances(missed)
+    # A clause about nothing by itself is read together with its sentence (`in_context`):
+    # "I read every label" is about health after "my throat gets tight". One that names a
+    # subject keeps it: "we have been together two years" after "my partner Priya" is no
+    # second fact about the partner for an update to be torn between.
+    readings = (
+        [reading] * len(missed)
+        if len(clauses) == 1
+        else [r if r.family != "none" else in_context(r, reading) for r in read_utterances(missed)]
+    )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
     for clause, cand in zip(clauses, found, strict=True):
@@ -719,7 +727,12 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
     """
     out = Extraction()
     sentences = split_sentences(text)
-    readings = read_utterances(sentences) if sentences else []
+    readings = read_utterances([*sentences, text]) if sentences else []
+    whole = readings.pop() if readings else None
+    if whole is not None and len(sentences) > 1:
+        # A sentence's subject is read together with its message, as a clause's is with its
+        # sentence (`_statements`): "Sesame wrecks me." before "My throat gets tight." is health.
+        readings = [in_context(r, whole) for r in readings]
     context = ""
     asking = False
     for sentence, reading in zip(sentences, readings, strict=True):
@@ -796,6 +809,10 @@ def extractive_summary(user_texts: Iterable[str], previous: ThreadSummary | None
     out = previous.model_copy(deep=True) if previous else ThreadSummary()
     for text in user_texts:
         for sentence in _summary_sentences(text):
+            # A question states no rule, goal or decision, whatever its words ("Who wrote
+            # 'Never Let Me Go'?" is no constraint): judged by its form, as the extractor does.
+            if asks_by_form(sentence):
+                continue
             if _CONSTRAINT.search(sentence):
                 add_item(out.constraints, sentence)
             elif _DECISION.search(sentence):

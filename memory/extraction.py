@@ -17,8 +17,15 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from memory.store.records import Kind, clean_text, kinds_help
-from memory.text.asking import POLITE_END, asks_a_favour, without_tag
-from memory.text.language import HAN, HAN_CHAR, has_han
+from memory.text.asking import (
+    POLITE_END,
+    asks_a_favour,
+    asks_by_form,
+    split_sentences,
+    without_tag,
+)
+from memory.text.asking import is_filler as _is_filler
+from memory.text.language import has_han
 from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
 from memory.understanding.model import load_model
 
@@ -240,111 +247,6 @@ def event_expiry(
 # forget request ("请问你能忘记我住在哪里吗？" asks to forget, not a question).
 
 
-# An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
-# "can Anna"); followed by anything else it opens a statement ("Will is my brother", "Do
-# remember: ...", "Can't wait", "Had the best day"), so both parts are required.
-_PRONOUN_EN = r"i|you|we|they|he|she|it|there|anyone|anybody|someone|somebody|everyone|everybody"
-_YES_NO_EN = re.compile(
-    rf"^(?:(?:do|does|did|can|could|should|would|will|shall|may|might|must|is|are|am|was|were)"
-    rf"(?:n't|nt)?\s+(?:(?:{_PRONOUN_EN}|the|this|that|these|those|my|your|our|their|his|her"
-    rf"|its|any)\b|(?-i:[A-Z]))"
-    rf"|(?:have|has|had)(?:n't|nt)?\s+(?:{_PRONOUN_EN})\b)",
-    re.I,
-)
-_WH_START_EN = re.compile(r"^(?:what|where|when|why|how|who|whom|whose|which)\b", re.I)
-# A wh-word followed by a subject and a clause opens a statement: "When I was ten we moved
-# to Lyon", "What I want is a dog", "How I love this city".
-_WH_STATEMENT_EN = re.compile(
-    r"^(?:(?:what|where|when|why|how|who|which)\s+(?:i|we|he|she|they|my|our)\s+\S+\s+\S+"
-    r"|what an?\b|what such\b|which (?:reminds|means)\b)",
-    re.I,
-)
-_ASK_EN = re.compile(r"^(?:please\s+)?(?:tell me|remind me|guess)\b", re.I)
-
-# Chinese question words. Used non-interrogatively they are indefinite or universal
-# pronouns ("我什么都吃", "谁都知道", "怎么也睡不着", "没什么事"), or sit in an embedded
-# clause under a verb of (not) knowing ("我不知道为什么喜欢猫", "说不上来为什么").
-_ZH_WH = (
-    r"什么|啥|哪(?!怕)|几点|几号|几岁|几月|为什么|为啥|怎么|咋|谁|多少|多大|多久|多远|多长"
-    r"|如何|干嘛"
-)
-_ZH_WH_RE = re.compile(_ZH_WH)
-_ZH_A_NOT_A = f"([{HAN}]{{1,2}})[不没]\\1"
-_ZH_BREAK = r"[^，,。.!！?？；;]"
-_ZH_UNIVERSAL = re.compile(rf"(?:{_ZH_WH}|{_ZH_A_NOT_A}){_ZH_BREAK}{{0,4}}?[都也就]")
-_ZH_INDEFINITE = re.compile(
-    r"(?:不知道|不清楚|不记得|记不得|记不清|忘了|说不上来?|说不清|不明白|不懂|搞不懂|想不通"
-    r"|想不起来?|我[也都就]?(?:知道|记得|明白|清楚|懂)|无论|不管|随便|没有?|不是|[不没](?=怎)"
-    r"|好像|似乎|可能|也许|大概|反正|这就是|那就是|这也是|[点些](?=什么|啥))"
-    rf"{_ZH_BREAK}{{0,6}}?(?:{_ZH_WH}|{_ZH_A_NOT_A})"
-)
-_ZH_ETC = re.compile(r"什么的|多少有|多多少少|或多或少|怎么说呢")
-_ZH_FINAL_PARTICLE = re.compile(r"(?:吗|(?<![这那什怎多要])么)[。.!！~～…]*$")
-# "呢" ends statements too ("我还在加班呢", "好着呢"); it asks after a question word (caught
-# below) or on a short topic ("你呢", "那明天呢").
-_ZH_NE = re.compile(r"^[^，,。.!！还在着正了]{1,4}呢[。.!！~～…]*$")
-_ZH_ASK = re.compile(rf"{_ZH_A_NOT_A}|是不是|有没有|对不对|^(?:请问|告诉我|提醒我|猜猜)")
-
-
-# A clause that only announces a question ("我想问一下", "你还记得", "对了").
-_ZH_ASK_LEAD = re.compile(
-    r"^(?:那|所以|对了|还有|嗯|哦|好的?|话说)?(?:我)?(?:想|要|能|再)?"
-    r"(?:问|请问|知道|打听|确认|查|看看)(?:一下|下|问|你)*$|^你(?:还)?(?:说|觉得|记得|知道)$"
-)
-
-
-def _asks_zh(clause: str) -> bool:
-    """Return True if one Chinese clause asks."""
-    if _ZH_FINAL_PARTICLE.search(clause) or _ZH_NE.search(clause):
-        return True
-    rest = _ZH_ETC.sub("", _ZH_INDEFINITE.sub("", _ZH_UNIVERSAL.sub("", clause)))
-    return bool(_ZH_WH_RE.search(rest) or _ZH_ASK.search(rest))
-
-
-# A clause that only sets the scene of the next one ("我外出旅行那阵子", "为了老爷子的护理").
-_ZH_SUBORDINATE = re.compile(
-    r"(?:以后|之后|后|以前|之前|时|时候|那阵子|那会儿|期间|的话)$|^(?:如果|要是|为了|等到?|自从|关于)"
-)
-
-
-def asks_by_form(sentence: str) -> bool:
-    """Return True if one sentence asks rather than states.
-
-    A question mark asks. Without one, a Chinese sentence is read clause by clause (clauses
-    chain with commas far more than in English): it asks when every clause that says
-    something asks or only sets the scene, so "最近头发掉得有点多，是不是压力太大了" states
-    (and is kept) while "我弟弟多大了，在哪上学" asks.
-    """
-    s = sentence.strip().strip("\"'“”‘’「」")
-    if not s:
-        return False
-    if s.endswith(("?", "？")):
-        return True
-    if _CJK.search(s):
-        clauses = [c.strip() for c in re.split(r"[，,、:：]", s) if c.strip()]
-        verdicts = [_asks_zh(c) or bool(_ZH_ASK_LEAD.search(c)) for c in clauses]
-        if not verdicts[-1]:
-            return False
-        return all(
-            v or _is_filler(c) or bool(_ZH_SUBORDINATE.search(c.rstrip("。.!！~～…")))
-            for v, c in zip(verdicts, clauses, strict=True)
-        )
-    if _YES_NO_EN.match(s) or _ASK_EN.match(s):
-        return True
-    return bool(_WH_START_EN.match(s)) and not _WH_STATEMENT_EN.match(s)
-
-
-def _is_filler(sentence: str) -> bool:
-    """Return True for a sentence too short to state anything ("Hi!", "好的。", "嗯")."""
-    cjk = len(_CJK.findall(sentence))
-    if cjk:
-        return cjk < 3
-    return len(re.findall(r"[A-Za-z0-9']+", sentence)) < 3
-
-
-_CJK = HAN_CHAR
-
-
 def has_cjk(text: str) -> bool:
     """Return True if the text contains Chinese characters (`memory.text.language.has_han`)."""
     return has_han(text)
@@ -353,13 +255,6 @@ def has_cjk(text: str) -> bool:
 def trim_phrase(value: str) -> str:
     """Return a phrase taken out of a sentence without its spaces, quotes and end marks."""
     return value.strip(" \t\"'“”‘’。.,，!！").strip()
-
-
-def split_sentences(text: str) -> list[str]:
-    """Return the sentences of a message, in order."""
-    # A full stop inside a word ("bob@example.com", "3.11") does not end a sentence.
-    parts = re.split(r"(?<=[!?。！？；;\n])\s*|(?<=\.)(?:\s+|$)", text)
-    return [p.strip() for p in parts if p.strip()]
 
 
 def is_question(text: str) -> bool:

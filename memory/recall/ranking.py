@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -201,6 +201,9 @@ class RankConfig:
     """Multiplier bonus for records inside the query's time window (1 + boost)."""
     name_boost: float = 0.5
     """Multiplier bonus for records naming a person named in the query (1 + boost)."""
+    family_boost: float = 0.5
+    """Multiplier bonus for records filed under a family the question asks about (1 + boost;
+    which ones: `rank`'s `asked`, from `memory.recall.search`)."""
     dedupe_jaccard: float = 0.9
     """Drop a record whose term set overlaps a better one's by at least this much."""
     embedder: str = "local"
@@ -373,6 +376,7 @@ def rank(
     window: TimeWindow | None = None,
     names: Iterable[str] | None = None,
     context: Mapping[Id, Sequence[tuple[Id, float]]] | None = None,
+    asked: Collection[Id] = (),
 ) -> list[tuple[Id, float]]:
     """Fuse dense and lexical hits into one ranking of record ids.
 
@@ -390,6 +394,8 @@ def rank(
         context: Optional neighbours of each id, ``id → [(neighbour id, weight)]``, whose
             dense similarity is averaged in (`smooth_with_context`). Only for records that
             have neighbours, such as raw turns of a conversation; facts have none.
+        asked: Records filed under a family the question asks about; their score is
+            multiplied by ``1 + family_boost``.
 
     Returns:
         ``(id, score)`` best first; scores are comparable within one call only. A record
@@ -462,8 +468,12 @@ def rank(
             content = rec.content.casefold()
             if any(n in content for n in name_keys):
                 factor *= 1.0 + config.name_boost
+        if i in asked and config.family_boost > 0:
+            factor *= 1.0 + config.family_boost
         scored.append((i, base * factor))
-    scored.sort(key=lambda kv: (kv[1], str(kv[0])), reverse=True)
+    # Lifted records often tie (one lift, no decay): ties go by what they say, never by their
+    # ids (random per user), so the same memories give the same order run after run.
+    scored.sort(key=lambda kv: (-kv[1], records[kv[0]].content, str(kv[0])))
     return dedupe(scored, records, config.dedupe_jaccard, k=k)
 
 

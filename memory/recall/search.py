@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from langgraph.store.base import BaseStore, PutOp
 
+from memory.extraction import relation_in
 from memory.index.chroma import ChromaIndex, IndexUnavailable
 from memory.index.embeddings import embed_queries
 from memory.lexical.changes import LexicalSnapshots
@@ -24,7 +25,7 @@ from memory.recall import aliases, ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
-from memory.understanding import family_prefixes, read_utterance, slot_of
+from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -36,6 +37,9 @@ ASKED_WITH = {"diet": ("health",)}
 """What a question about a family also asks about: a meal must avoid what the user's body
 does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
 user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
+NEARER = 0.05
+"""How far below the best match a meal's limit nearest to nothing is lifted: they are
+ordered by their nearness to the question (`Recall._family_matches`)."""
 IMMINENT = timedelta(days=14)
 
 
@@ -80,6 +84,31 @@ def _as_near_as_said(
             sim = max(sim, *(near.get(sid, sim) for sid in rec.source.statement_ids))
         out.append((i, sim))
     return out
+
+
+def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: datetime) -> set[str]:
+    """Return the typed memories said in the same statement as one of `ids`.
+
+    A sentence cut into clauses is filed clause by clause, and a clause may land in another
+    family than the sentence is about ("我是佛教徒" in "我是佛教徒，长期吃素"): what was said in
+    one breath is lifted together. A memory's own statement is the first it is linked to
+    (`memory.turn.link`); the others are ones whose words it merely repeats.
+    """
+
+    def said_in(rec: MemoryRecord) -> str | None:
+        return rec.source.statement_ids[0] if rec.source.statement_ids else None
+
+    said = {sid for i in ids if i in records and (sid := said_in(records[i])) is not None}
+    if not said:
+        return set()
+    return {
+        rid
+        for rid, rec in records.items()
+        if rid not in ids
+        and rec.kind != "episode"
+        and said_in(rec) in said
+        and rec.is_recallable(now)
+    }
 
 
 def drop_restated_turns(
@@ -213,8 +242,10 @@ class Recall:
         dense = _as_near_as_said(dense, records)
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
-        family = self._family_matches(snap.records, query, k, now)
+        near = self._family_matches(snap.records, query, k, now)
+        family = set(near)
         if family:
+            family |= _said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
             # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
             # What a user has one of (a slot: home, employer, age) is the answer itself: its
@@ -226,7 +257,15 @@ class Recall:
             best = max([floor, *(sim for _, sim in dense)])
 
             def lift(i: str) -> float:
-                return best if slot_of(snap.records[i].subject) else floor
+                if slot_of(snap.records[i].subject):
+                    return best
+                # A meal is the user's limits all together (`_family_matches`): each is lifted
+                # level with the best match too, nearest to what was asked first, so an
+                # allergy comes before a pill ("晚饭吃什么？" is no closer to "芒果我碰不了"
+                # than to any other remark, in the encoder's eyes).
+                if near.get(i) is not None:
+                    return best - NEARER * (1.0 - (near[i] or 0.0))
+                return floor
 
             have = {i for i, _ in dense}
             dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]
@@ -237,7 +276,17 @@ class Recall:
         # Raw conversation turns come back when their words match, or above the episode
         # floor of the encoder and the query's language (`ranking.episode_floor`).
         ranked = ranking.rank(
-            query, dense, lexical, live, now, config=self._rank_config(), k=3 * k + 10, names=names
+            query,
+            dense,
+            lexical,
+            live,
+            now,
+            config=self._rank_config(),
+            k=3 * k + 10,
+            names=names,
+            # Ranked up only for the user's own: of a relative ("我妹妹住在哪里？"), what was said
+            # of them by name answers (`aliases`), not what is filed under the family.
+            asked=set() if relation_in(query) else family,
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
@@ -262,27 +311,47 @@ class Recall:
     @staticmethod
     def _family_matches(
         records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
-    ) -> set[str]:
-        """Return the ids of what is filed under the family a question asks about.
+    ) -> dict[str, float | None]:
+        """Return what is filed under the families a question asks about, with a nearness.
 
-        They are lifted just above the relevance floor (`search`).
+        They are lifted just above the relevance floor, and ranked up (`search`).
 
         "Where do I live?" shares no word with "We rent a narrow townhouse in Delft", and the
         encoder puts them apart; the understanding model reads the question as about home,
-        and the statement was filed under home. Only when the family holds at most `k`
-        memories (a family that holds many does not say which) and only typed memories
-        (raw turns have no family).
+        and the statement was filed under home. Only typed memories (raw turns have no
+        family), and only a family that holds at most `k` memories (one that holds many does
+        not say which).
+
+        A question that also asks about another family (`ASKED_WITH`: a meal, and what the
+        body does not take) counts each family on its own: the user's allergies are not
+        fewer because they keep a diet, and a dinner idea must respect both. Its memories
+        come with their nearness to what was asked, the model's probability of the question's
+        family for each ("Shellfish wrecks me." is nearer to a meal than a daily pill); the
+        others with None. A question about someone else ("What does my sister eat?") asks
+        nothing of the user's own families but the family one.
         """
         reading = read_utterance(query)
-        prefixes = (*family_prefixes(reading.family), *ASKED_WITH.get(reading.family, ()))
-        if reading.intent != "question" or not prefixes:
-            return set()
-        found = {
-            rid
-            for rid, rec in records.items()
-            if rec.kind != "episode" and rec.subject.startswith(prefixes) and rec.is_recallable(now)
-        }
-        return found if len(found) <= k else set()
+        if reading.intent != "question" or not family_prefixes(reading.family):
+            return {}
+        if reading.family != "family" and relation_in(query):
+            return {}
+        also = ASKED_WITH.get(reading.family, ())
+        found: dict[str, float | None] = {}
+        for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
+            ids = [
+                rid
+                for rid, rec in sorted(records.items())
+                if rec.kind != "episode"
+                and rec.subject.startswith(prefixes)
+                and rec.is_recallable(now)
+            ]
+            if len(ids) > k:
+                continue
+            found.update(dict.fromkeys(ids))
+            if also:
+                readings = read_utterances([records[i].content for i in ids])
+                found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
+        return found
 
     def mark_recalled(
         self, user_id: UserId, recalled: Iterable[tuple[str, str]], now: datetime

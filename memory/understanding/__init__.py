@@ -13,7 +13,7 @@ The corpus, the training script and the benchmark: `memory/understanding/corpus/
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from memory.store.records import subject_under
 from memory.understanding.model import load_model
@@ -26,6 +26,8 @@ __all__ = [
     "UPDATE_SUBJECT",
     "Reading",
     "family_prefixes",
+    "in_context",
+    "nearness",
     "read_utterance",
     "read_utterances",
     "replaces_subject",
@@ -138,6 +140,8 @@ class Reading:
     """The intent's probability."""
     forget: float = 0.0
     """The probability of `forget`, whatever intent won (a request's wording may tip it)."""
+    families: tuple[float, ...] = ()
+    """The probability of each family (`family` is the likeliest), in the model's label order."""
 
 
 _CACHE: dict[str, Reading] = {}
@@ -171,6 +175,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 target=_label(model.heads["target"].labels, list(probs["target"][i])),
                 confidence=row[intents.index(intent)],
                 forget=float(probs["intent"][i][forget]),
+                families=tuple(float(p) for p in probs["family"][i]),
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:
@@ -183,3 +188,34 @@ def read_utterances(texts: list[str]) -> list[Reading]:
 def read_utterance(text: str) -> Reading:
     """Return the model's reading of one text."""
     return read_utterances([text])[0]
+
+
+def in_context(reading: Reading, context: Reading) -> Reading:
+    """Return a part's reading with its family read together with the whole it was said in.
+
+    A clause or a sentence on its own often says too little to name its subject: "Sesame
+    wrecks me." alone reads as a hobby, followed by "my throat gets tight" in the same
+    message as health; "我是佛教徒" alone is about nothing in particular, in "我是佛教徒，
+    长期吃素" about diet. The part's and the whole's family probabilities are added, so a
+    part that names its own subject clearly keeps it ("I live in Oslo and I'm vegan").
+    Only the family changes: what the part does (states, asks) is its own.
+    """
+    if not reading.families or len(reading.families) != len(context.families):
+        return reading
+    both = [a + b for a, b in zip(reading.families, context.families, strict=True)]
+    family = _label(load_model().heads["family"].labels, both)
+    if family == reading.family or family == "none":
+        return reading  # a whole about nothing in particular takes no subject from a part
+    return replace(reading, family=family)
+
+
+def nearness(reading: Reading, asked: Reading) -> float:
+    """Return the probability the model gives `reading` of being about `asked`'s family.
+
+    A health memory read against a question about diet: "Shellfish wrecks me." is nearer to
+    a meal than "I take levothyroxine every morning".
+    """
+    labels = load_model().heads["family"].labels
+    if not reading.families or asked.family not in labels:
+        return 0.0
+    return reading.families[labels.index(asked.family)]

@@ -22,13 +22,14 @@ from memory.understanding.corpus import (
     SPLITS,
     TRAIN_ONLY,
     TRAP,
+    Utterance,
     corpus_splits,
     load_split,
     read_sources,
     split,
 )
 from memory.understanding.model import MODEL_DIR, load_model
-from memory.understanding.train import fit_head, macro_f1
+from memory.understanding.train import fit_head, macro_f1, settings_score
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
 
@@ -93,6 +94,26 @@ def test_a_head_fits_deterministically_and_separates_what_it_can() -> None:
     assert np.array_equal(first.weight, second.weight)
     pred = [first.labels[i] for i in first.probabilities(x).argmax(axis=1)]
     assert macro_f1(labels, pred) == 1.0
+
+
+def test_settings_are_scored_only_on_utterances_their_heads_did_not_see() -> None:
+    # One feature of its own per utterance and labels at random: a head that saw an
+    # utterance remembers its label, one that did not can only guess. A score taken on
+    # the utterances a head was fitted on would be near 1.0 here.
+    rng = np.random.default_rng(1)
+    n = 60
+    intents = rng.choice(["statement", "question"], n)
+    kinds = rng.choice(["fact", "habit"], n)
+    items = [
+        Utterance(f"u{i}", "en", str(intents[i]), str(kinds[i]), "none", "none") for i in range(n)
+    ]
+    own = np.eye(n, dtype=np.float32)
+    f1, accuracy = settings_score(items, own, np.zeros((n, 1), np.float32), 1.0, 1e-4)
+    assert f1 < 0.75 and accuracy < 0.75, (f1, accuracy)
+    # The same utterances with a feature that says their labels are scored as separable.
+    said = np.stack([intents == "statement", kinds == "fact"], axis=1).astype(np.float32)
+    f1, accuracy = settings_score(items, np.hstack([own, 3 * said]), own[:, :1], 1.0, 1e-4)
+    assert f1 == accuracy == 1.0, (f1, accuracy)
 
 
 def test_readings_are_one_per_text_in_order() -> None:
