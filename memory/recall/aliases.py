@@ -192,7 +192,18 @@ def _asks_beyond_naming(query: str, said: Sequence[str]) -> bool:
         rest = re.sub(re.escape(s), " ", rest, flags=re.IGNORECASE)
     if _ZH_NAMING.sub("", rest):
         return True
-    return bool(set(tokenize(rest)) - _NAMING_WORDS)
+    # What is left of a Chinese question is naming words only; read the English words alone
+    # (Chinese n-grams are no English naming word, so "我老公叫啥名字" asked "beyond").
+    return bool(set(tokenize(re.sub(f"[{HAN}]", " ", rest))) - _NAMING_WORDS)
+
+
+def _mentions(record: object, words: Sequence[str]) -> bool:
+    """True if a record's content says one of `words` whole (case-insensitive)."""
+    content = getattr(record, "content", None)
+    if not isinstance(content, str):
+        return False
+    low = content.casefold()
+    return any(w.casefold() in low for w in words)
 
 
 def _terms(texts: Iterable[str]) -> list[str]:
@@ -320,7 +331,8 @@ def hop(
         credit = max((by_said.get(a.record_id, 0.0) for a in links), default=0.0)
         found_here = False
         for i, _ in search(_terms(other), candidates):
-            if i not in defining and i not in by_said and i in records:
+            # The whole name, not a character of it: 周毅's 周 is in 每周六.
+            if i not in defining and i not in by_said and _mentions(records.get(i), other):
                 out[i] = scores.get(i, 0.0) + credit
                 reached.add(i)
                 found_here = True

@@ -154,6 +154,32 @@ async def test_a_question_about_the_name_finds_what_was_said_of_the_sister(
     assert answer in found[0], found
 
 
+def test_a_link_reaches_records_that_say_the_whole_name_only() -> None:
+    # 周 of 周晴 is in 每周五: that remark is no record about her, and the naming statement,
+    # the answer to "what is her name", keeps its place (it is demoted only for a question
+    # asking more than the name, and only below records the link really reached).
+    from types import SimpleNamespace
+
+    from memory.lexical.bm25 import BM25Index
+    from memory.recall.aliases import hop
+
+    said = {
+        "a": "用户说：我女儿叫周晴。",
+        "b": "用户说：每周五晚上我去打羽毛球。",
+        "c": "周晴考了一百分",
+    }
+    bm25: BM25Index[str] = BM25Index()
+    bm25.add_many(said.items())
+    records = {i: SimpleNamespace(content=t) for i, t in said.items()}
+    for question, reached, demoted in [
+        ("我女儿叫啥名字", {"c"}, set()),
+        ("我女儿考了多少分", {"c"}, {"a"}),
+    ]:
+        found = hop(question, bm25.search(question), bm25.search_terms, records, set)
+        assert found is not None
+        assert (set(found.reached), set(found.demoted)) == (reached, demoted), question
+
+
 async def test_another_users_alias_never_applies(session: Session) -> None:
     # Both users say the same about a Lena; only bea says Lena is her sister.
     await tell(session, "al", *EN[1:])
