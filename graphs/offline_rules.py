@@ -727,11 +727,11 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
     """
     out = Extraction()
     sentences = split_sentences(text)
-    readings = read_utterances([*sentences, text]) if sentences else []
-    whole = readings.pop() if readings else None
-    if whole is not None and len(sentences) > 1:
+    readings = read_utterances([*sentences, text] if len(sentences) > 1 else sentences)
+    if len(sentences) > 1:
         # A sentence's subject is read together with its message, as a clause's is with its
         # sentence (`_statements`): "Sesame wrecks me." before "My throat gets tight." is health.
+        whole = readings.pop()
         readings = [in_context(r, whole) for r in readings]
     context = ""
     asking = False

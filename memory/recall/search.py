@@ -338,13 +338,13 @@ class Recall:
         also = ASKED_WITH.get(reading.family, ())
         found: dict[str, float | None] = {}
         for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
-            ids = [
+            ids = sorted(
                 rid
-                for rid, rec in sorted(records.items())
+                for rid, rec in records.items()
                 if rec.kind != "episode"
                 and rec.subject.startswith(prefixes)
                 and rec.is_recallable(now)
-            ]
+            )
             if len(ids) > k:
                 continue
             found.update(dict.fromkeys(ids))

@@ -34,12 +34,12 @@ MEANING_FLOOR = 0.30
 Set on the calibration pairs of `tests/unit/test_forget_by_meaning.py` (a neighbour of the
 same family reaches 0.26: "我海鲜过敏" vs the insulin), and checked on its held-out ones."""
 MEANING_MARGIN = 0.04
+"""How much nearer than the family's next record the one taken must be."""
 RAW_OFFSET = 0.07
 """How much less a raw statement's similarity counts than a record's. Without the frame the
 floor was set on, the calibration pairs' raw copies are nearer: their neighbours reach 0.35
 ("我海鲜过敏" vs the insulin) and the topics meant start at 0.39; 0.37 parts them (checked
 on the held-out pairs: none wrong), which is the floor plus this."""
-"""How much nearer than the family's next record the one taken must be."""
 _EXTRA_PREFIXES = {"hobbies": ("likes",), "home": ("home",)}
 """Where the offline path files remarks of a family besides its prefix (`graphs.offline_rules`)."""
 
@@ -83,11 +83,8 @@ def by_meaning(
     units = _statements(records)
     # A message is weighed only if it says something of the family: "我胃不舒服的那些事" must
     # not reach "我吃素" because both say 吃.
-    messages = [
-        m
-        for m in dict.fromkeys(u.message for u in units)
-        if any(family_of(r.subject) == family for u in units if u.message == m for r in u.typed)
-    ]
+    of_family = {u.message for u in units if family in _families(u)}
+    messages = [m for m in dict.fromkeys(u.message for u in units) if m in of_family]
     pool = [u for u in units if u.message in messages]
     if not pool:
         return []
@@ -123,11 +120,15 @@ def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> lis
     raw = {r.id: r for r in records if is_raw_turn(r)}
     typed = [r for r in records if r.kind != "episode"]
     out = []
-    for sid in dict.fromkeys(
-        [*raw, *(s for r in typed for s in r.source.statement_ids if s in raw)]
-    ):
-        mine = tuple(r for r in typed if sid in r.source.statement_ids)
-        out.append(_Statement(_message_of(raw[sid]), raw[sid].content, mine, (raw[sid], *mine)))
+    said_in: dict[str, list[MemoryRecord]] = {sid: [] for sid in raw}
+    for r in typed:
+        for sid in dict.fromkeys(r.source.statement_ids):
+            if sid in said_in:
+                said_in[sid].append(r)
+    for sid, mine in said_in.items():
+        out.append(
+            _Statement(_message_of(raw[sid]), raw[sid].content, tuple(mine), (raw[sid], *mine))
+        )
     # Records linked to no raw statement (from before statements, or a raw copy not kept).
     out += [
         _Statement(_message_of(r), r.content, (r,), (r,))
@@ -211,6 +212,10 @@ def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
     return int(order[0])
 
 
+_MAX_PLACES = 10_000
+"""A bound on the statements of one message that `continued` counts through."""
+
+
 def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
     """Return a statement's id with the ids of the clauses of its sentence it goes on with.
 
@@ -230,7 +235,14 @@ def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
         and r.source.message_ids[:1] == [message]
     }  # fmt: skip
     # A statement's id is its place in its message: the clauses before it are found by it.
-    ids = [statement_id(this.user_id, thread, message, i) for i in range(len(said) + 8)]
+    # Some places hold no kept statement (a question said between), so count until every
+    # kept one has its place, and one more (the walk below looks one past the last).
+    ids: list[str] = []
+    placed = 0
+    while placed < len(said) and len(ids) < _MAX_PLACES:
+        ids.append(statement_id(this.user_id, thread, message, len(ids)))
+        placed += ids[-1] in said
+    ids.append(statement_id(this.user_id, thread, message, len(ids)))
     out = {sid}
     at = ids.index(sid) if sid in ids else 0
     while at > 0 and ids[at - 1] in said and continues(said[ids[at - 1]], said[ids[at]]):
