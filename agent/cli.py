@@ -440,12 +440,17 @@ def _read(args: argparse.Namespace, svc: MemoryService, user: str) -> int:
     elif args.action == "search":
         hits = svc.search(user, args.query, args.k)
         if args.json:
-            found = [{"score": h.score, **h.record.to_store()} for h in hits]
+            found = [
+                {"score": h.score, **h.record.to_store(), "said_with": [w.id for w in h.said_with]}
+                for h in hits
+            ]
             print(json.dumps(found, ensure_ascii=False, indent=2))
         elif not hits:
             print("(no memories)")
         for h in [] if args.json else hits:
             print(f"{h.score:.3f}  {_line(h.record)}")
+            for w in h.said_with:
+                print(f"         said with it: {_line(w)}")
     elif args.action == "export":
         exported = svc.export(user)
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in exported)

@@ -85,7 +85,10 @@ async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]
 
         async def recalled(user: str, question: str) -> tuple[list[str], str]:
             res = await s.turn(user, f"{user}-q-{uuid.uuid4().hex[:6]}", question)
-            return [str(r["content"]) for r in res.recalled][:TOP], res.reply
+            # A clause comes with what was said with it in its message (`Recalled.said_with`):
+            # one place of the top, as the prompt lists it.
+            shown = [" · ".join([r["content"], *r.get("said_with", [])]) for r in res.recalled]
+            return shown[:TOP], res.reply
 
         async def kept(user: str) -> str:
             return " | ".join(r.content for r in await s.service.alist(user, include_turns=True))

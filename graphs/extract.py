@@ -24,7 +24,8 @@ def related(found: Sequence[Recalled]) -> list[dict[str, Any]]:
     """Return recalled memories as the state's `recalled` holds them (and the prompt lists)."""
     return [
         {"id": r.record.id, "kind": r.record.kind, "subject": r.record.subject,
-         "content": r.record.content, "score": round(r.score, 4), "why": r.why}
+         "content": r.record.content, "score": round(r.score, 4), "why": r.why,
+         "said_with": [w.content for w in r.said_with]}
         for r in found
     ]  # fmt: skip
 

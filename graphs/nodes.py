@@ -155,7 +155,7 @@ class MemoryNodes:
                 *expired_searches(messages, lang == "zh"),
                 admit(latest, user),
             ],
-            "memory_block": format_block([r.record for r in recalled]),
+            "memory_block": format_block([rec for r in recalled for rec in r.shown]),
             "recalled": related(recalled),
             "turn_time": now.isoformat(),
             "lang": lang,
@@ -169,7 +169,7 @@ class MemoryNodes:
         user = user_of(runtime.context)
         service = await self._service(runtime)
         recalled = await service.asearch(user, query, k, now=turn_time(runtime.state))
-        return render_results([r.record for r in recalled])
+        return render_results([rec for r in recalled for rec in r.shown])
 
     async def chat(self, state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         """Answer from the memory block, the rolling summary, working memory and the thread.

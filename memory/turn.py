@@ -206,7 +206,11 @@ class ThreadCuts:
             return out
         block = state.get("memory_block") or ""
         out["memory_block"] = "\n".join(self.items(block.split("\n"), screen=False))
-        out["recalled"] = [r for r in state.get("recalled") or [] if self.items([r["content"]])]
+        out["recalled"] = [
+            {**r, "said_with": self.items(r.get("said_with") or [], screen=False)}
+            for r in state.get("recalled") or []
+            if self.items([r["content"]])
+        ]
         if state.get("summary"):
             summary = ThreadSummary.model_validate(state["summary"])
             out["summary"] = self.summary(summary).model_dump()

@@ -138,7 +138,7 @@ class InspectorApi:
         hits = await service.asearch(who.user, query, int(raw_k))
         out = [
             {"memory": record_json(h.record), "score": h.score, "why": h.why,
-             "reason": reason(h, query)}
+             "reason": reason(h, query), "said_with": [record_json(w) for w in h.said_with]}
             for h in hits
         ]  # fmt: skip
         return JSONResponse({"query": query, "results": out})

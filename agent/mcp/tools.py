@@ -88,6 +88,10 @@ class ScoredMemory(MemoryBrief):
     """A memory `search` recalled."""
 
     score: float = Field(description="Relevance; higher is better (0 for core memories).")
+    said_with: list[str] = Field(
+        default_factory=list,
+        description="What else the message a clause was said in said, as still kept.",
+    )
 
 
 class Remembered(BaseModel):
@@ -316,7 +320,12 @@ class MemoryTools:
             return Found(
                 user=who.user,
                 memories=[
-                    ScoredMemory(score=round(h.score, 4), **_brief_fields(h.record)) for h in hits
+                    ScoredMemory(
+                        score=round(h.score, 4),
+                        said_with=[w.content for w in h.said_with],
+                        **_brief_fields(h.record),
+                    )
+                    for h in hits
                 ],
             )
 

@@ -63,6 +63,7 @@ def _document(hit: Recalled) -> Document:
             "confidence": record.confidence,
             "score": hit.score,
             "why": hit.why,
+            "said_with": [w.content for w in hit.said_with],
             "updated_at": record.updated_at.isoformat(),
         },
     )

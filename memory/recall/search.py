@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from langgraph.store.base import BaseStore, PutOp
@@ -26,6 +26,7 @@ from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
 from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
+from memory.understanding.updates import record_text
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -41,6 +42,9 @@ NEARER = 0.05
 """How far below the best match a meal's limit nearest to nothing is lifted: they are
 ordered by their nearness to the question (`Recall._family_matches`)."""
 IMMINENT = timedelta(days=14)
+SAID_WITH = 4
+"""At most this many raw statements (or memories) of its message come with a clause kept in
+the user's words."""
 
 
 def pin(record: MemoryRecord) -> tuple[str, float] | None:
@@ -65,6 +69,13 @@ class Recalled:
     why: str = "relevant"
     """`relevant` (ranked for the query), `core` (always worth knowing) or `conflict`
     (the other side of a conflicting note that was recalled)."""
+    said_with: tuple[MemoryRecord, ...] = ()
+    """The other memories kept from the message a clause was said in (`said_in_message`)."""
+
+    @property
+    def shown(self) -> tuple[MemoryRecord, ...]:
+        """Return the memory and what was said with it, as a prompt lists them."""
+        return (self.record, *self.said_with)
 
 
 def _as_near_as_said(
@@ -109,6 +120,50 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
         and said_in(rec) in said
         and rec.is_recallable(now)
     }
+
+
+def said_in_message(
+    ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
+) -> dict[str, list[str]]:
+    """Return, for each of `ids` kept in the user's words, what else its message said.
+
+    A message is filed clause by clause, and a clause alone often says nothing: "my throat
+    gets scratchy and tight" answers "Am I allergic to anything?" only beside "Sesame wrecks
+    me." of the same message, and "mostly for a Lisbon trip" says nothing of Portuguese
+    when "been trying to pick up Portuguese" was filed under no memory. The message's raw
+    statements say all of it that is still kept; when none was archived, its other memories
+    stand in. A record an extractor wrote as a sentence of its own ("User is allergic to
+    sesame.") stands alone and brings nothing. At most `SAID_WITH`, in the order kept.
+    """
+
+    def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
+        if not rec.source.message_ids:
+            return None
+        return rec.source.thread_id or "", rec.source.message_ids[0]
+
+    asked = {
+        i: key
+        for i in ids
+        if i in records
+        and records[i].kind != "episode"
+        and record_text(records[i].content) != records[i].content.strip()
+        and (key := message_of(records[i])) is not None
+    }
+    if not asked:
+        return {}
+    kept: dict[tuple[str, str], list[MemoryRecord]] = {}
+    wanted = set(asked.values())
+    for rec in records.values():
+        key = message_of(rec)
+        if key in wanted and rec.is_recallable(now):
+            kept.setdefault(key, []).append(rec)
+
+    def said(i: str, key: tuple[str, str]) -> list[str]:
+        found = sorted(kept.get(key, []), key=lambda r: (r.created_at, r.id))
+        raw = [r for r in found if r.kind == "episode"]
+        return [r.id for r in raw or found if r.id != i][:SAID_WITH]
+
+    return {i: said(i, key) for i, key in asked.items()}
 
 
 def drop_restated_turns(
@@ -290,19 +345,28 @@ class Recall:
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
+        said = said_in_message([i for i, _ in ranked], records, now)
         # The lexical snapshot may be stale: the store has the last word.
         wanted = [(live[i].kind, i) for i, _ in ranked] + [(r.kind, r.id) for r in pinned]
+        wanted += [(records[j].kind, j) for js in said.values() for j in js]
         fresh = self.reader.get_many(user_id, wanted)
         gone = [i for _, i in wanted if i not in fresh or not fresh[i].is_recallable(now)]
         if gone:
             with self.locks.local(user_id):
                 self.snapshots.lexical.remove(user_id, gone)
+        with_it = {
+            i: tuple(fresh[j] for j in js if j in fresh and j not in gone) for i, js in said.items()
+        }
         out = self._finish(
             user_id,
-            [Recalled(fresh[i], s) for i, s in ranked if i in fresh and i not in gone],
+            [
+                Recalled(fresh[i], s, said_with=with_it.get(i, ()))
+                for i, s in ranked
+                if i in fresh and i not in gone
+            ],
             k,
         )
-        have = {r.record.id for r in out}
+        have = {rec.id for r in out for rec in r.shown}
         extra = [r for r in pinned if r.id in fresh and r.id not in gone and r.id not in have]
         may_read = self.reader.may_read
         out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if may_read(r)][:PINNED]
@@ -406,11 +470,18 @@ class Recall:
         """Drop unreadable ones and duplicates, cut to k, pull in the other side of conflicts."""
         out: list[Recalled] = []
         seen: set[str] = set()
-        for r in (r for r in ranked if self.reader.may_read(r.record)):
+        may_read = self.reader.may_read
+        for r in (r for r in ranked if may_read(r.record)):
             key = normalize_text(r.record.content)
-            if key not in seen and len(out) < k:
-                seen.add(key)
-                out.append(r)
+            if key in seen or len(out) == k:
+                continue
+            # What was said with a clause is shown with it, once: a clause already shown
+            # beside one ranked higher takes no place of its own.
+            with_it = tuple(
+                w for w in r.said_with if may_read(w) and normalize_text(w.content) not in seen
+            )
+            seen.update(normalize_text(rec.content) for rec in (r.record, *with_it))
+            out.append(replace(r, said_with=with_it))
         groups = {r.record.conflict_group for r in out if r.record.conflict_group}
         if groups:
             have = {r.record.id for r in out}

@@ -1,0 +1,98 @@
+"""A clause kept in the user's words is recalled with what its message said (issue 22).
+
+The offline path files a message clause by clause, and a clause alone often says nothing:
+"my lips swell up" answers "Am I allergic to anything?" only beside "Peanuts wreck me." of
+the same message. A recalled clause brings the message's raw statements still kept, in one
+place of the top, and a forgotten statement goes from those copies too. Phrasings here are
+the project's own, none from the fresh sets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from agent.runner import Session, open_session
+from graphs.settings import Settings
+from memory.backends import BackendConfig
+from memory.recall.search import Recalled
+from memory.understanding.updates import record_text
+
+CASES = {
+    "en": (
+        "Peanuts wreck me. One bite and my lips swell up, so I check every wrapper.",
+        "Do my lips ever swell up?",
+        "Peanut",
+        "Please forget what I told you about peanuts.",
+    ),
+    "zh": (
+        "虾我真的吃不了。吃一口身上就起红疙瘩，得吃抗过敏药。",
+        "我身上为什么会起红疙瘩？",
+        "虾",
+        "请忘掉我说过的关于虾的事。",
+    ),
+}
+OTHERS = {
+    "en": ["I work night shifts at a bakery.", "My brother Tomas lives in Porto."],
+    "zh": ["我在一家面包店上夜班。", "我哥哥住在厦门。"],
+}
+
+
+@pytest.fixture
+async def session(tmp_path: Path) -> AsyncIterator[Session]:
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
+    async with open_session(settings, setup=True) as s:
+        yield s
+
+
+def shown(found: list[Recalled]) -> list[str]:
+    return [rec.content for r in found for rec in r.shown]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_a_clause_comes_with_what_its_message_said(session: Session, lang: str) -> None:
+    said, question, word, _ = CASES[lang]
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    for line in [*OTHERS[lang], said]:
+        await session.turn(user, f"{user}-a", line)
+    records = await session.service.alist(user, include_turns=True)
+    # The message was filed in pieces, and some pieces do not name what they are about.
+    clauses = [
+        r
+        for r in records
+        if r.kind != "episode"
+        and record_text(r.content).rstrip(".。") in said
+        and word not in r.content
+    ]
+    assert clauses, [r.content for r in records]
+    found = await asyncio.to_thread(session.service.search, user, question, 5)
+    relevant = [r for r in found if r.why == "relevant"]
+    clause = next(r for r in relevant if r.record.id in {c.id for c in clauses})
+    assert any(word in w.content for w in clause.said_with), [w.content for w in clause.said_with]
+    # What was shown beside a clause takes no place of its own.
+    texts = shown(found)
+    assert len(texts) == len(set(texts)), texts
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+async def test_a_forgotten_statement_leaves_the_clauses_said_with_it(
+    session: Session, lang: str
+) -> None:
+    said, question, word, forget = CASES[lang]
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    for line in [*OTHERS[lang], said]:
+        await session.turn(user, f"{user}-a", line)
+    asked = await session.turn(user, f"{user}-a", question)
+    assert any(word in w for r in asked.recalled for w in r["said_with"]), asked.recalled
+    await session.turn(user, f"{user}-a", forget)
+    found = await asyncio.to_thread(session.service.search, user, question, 5)
+    assert not any(word in t for t in shown(found)), shown(found)
+    # The thread's copy of what was recalled beside a clause is rewritten as well.
+    state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-a"}})
+    recalled = json.dumps(state.values.get("recalled"), ensure_ascii=False)
+    assert word not in recalled, recalled
