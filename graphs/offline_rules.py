@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from memory.dates import find_date, is_date_phrase, statement_lean
@@ -38,10 +39,11 @@ from memory.understanding import (
     UPDATE_SUBJECT,
     Reading,
     in_context,
+    read_utterance,
     read_utterances,
     slot_of,
 )
-from memory.understanding.updates import changed_record
+from memory.understanding.updates import NEWS_FLOOR, changed_record, is_routine, record_text
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
@@ -420,8 +422,9 @@ def _event(
 ) -> CandidateMemory | None:
     """Return a dated event: a plan (`past` False) or, with `past`, what already happened.
 
-    A plan needs its speaker ("we launch on Friday"), unless it moves one (`moved`, the
-    model reads an update): "上线改到下周五了" moves the launch the user spoke of.
+    A plan or a past event needs its speaker ("we launch on Friday"), unless it moves one
+    (`moved`, the model reads an update): "上线改到下周五了" moves the launch the user
+    spoke of.
     """
     mention = find_date(clause, now, lean=statement_lean(clause))
     if mention is None or not (moved or _PLAN.search(clause)):
@@ -474,7 +477,9 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
                 cand = build(m)
                 break
     if cand is None and dated and reading.kind not in ("habit", "recurring_date"):
-        cand = _event(clause, now, past=True)  # history, when no typed rule read the clause
+        # History, when no typed rule read the clause; a correction of one needs no speaker
+        # ("the lease actually ends June 12" corrects the day of the lease the user spoke of).
+        cand = _event(clause, now, past=True, moved=reading.intent == "update")
     if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
         return None  # the pattern matched, but the value it names is empty
     return cand
@@ -636,6 +641,25 @@ def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[
     return None if at is None else (mine[at][0], mine[at][1])
 
 
+def _news(sentence: str, reading: Reading, known: Sequence[Known]) -> bool:
+    """Return True if a statement the model reads as remembered moves a remembered routine.
+
+    News of a change is often read as a plain statement, with the update second ("Guitar
+    lessons have moved to Saturday mornings" at 0.19): at `NEWS_FLOOR` or above, it is taken
+    as an update when the one memory listed it is clearly about is a routine (`is_routine`)
+    the model reads in the statement's family. A remark near a list (a second allergy) adds
+    to it, and one about another family is no news of the routine ("我们公司在天府三街，坐
+    地铁过去差不多半小时" is about work, not the morning pill).
+    """
+    if reading.intent != "remember" or reading.update < NEWS_FLOOR:
+        return False
+    old = _meant_by(sentence, reading, known)
+    if old is None or not is_routine(old[1]):
+        return False
+    content = next(c for rid, _, c in known if rid == old[0])
+    return read_utterance(record_text(content)).family == reading.family
+
+
 def _changes(
     sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
 ) -> list[CandidateMemory]:
@@ -750,6 +774,10 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         # Alex."); only what the model reads as a statement is kept in its own words.
         # After a forget request, what follows says why ("Feels a bit too personal."): a
         # value a pattern knows is still kept ("I live in Oslo now."), the rest is no memory.
+        # News of a routine is one statement in the user's words, filed over the routine.
+        news = bool(known) and _news(sentence, reading, known)
+        if news:
+            reading = replace(reading, intent="update")
         typed = reading.intent in _STATES and not asking
         fix = correction(sentence) if reading.intent in _STATES else None
         # Read as a statement, a correction's form counts only if something remembered said
@@ -760,7 +788,9 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             one = _corrected(sentence, fix, reading, now, known)
             found = [one] if one is not None else []
         else:
-            found = _statements(sentence, reading, now, typed=typed, context=context)
+            found = (
+                [] if news else _statements(sentence, reading, now, typed=typed, context=context)
+            )
             if reading.intent == "update" and known:
                 found = _changes(sentence, reading, found, known)
         for cand in found:

@@ -97,10 +97,13 @@ _FUTURE = re.compile(
 )
 _PAST = re.compile(r"\b(?:did|was|were|went|had|ago)\b|了|过")
 # Verbs that tell the event itself happened ("I met Anna on Friday"). Not every past verb:
-# "I booked a table for Friday" and "我约了周五吃饭" are about the next Friday.
+# "I booked a table for Friday" and "我约了周五吃饭" are about the next Friday, and so is a
+# booking with its complement before the 了 ("科目二约在了3月26号", "排到了周五", "订好了"):
+# the 了 tells the booking was made, not that the day booked has come.
+_BOOKED = r"(?<![约订定买报排请租挂])(?<![约订定买报排请租挂改挪推][在到好成])"
 _PAST_STATEMENT = re.compile(
     r"\b(?:did|was|were|went|had|ago|met|saw|visited|came|ate|flew|spent)\b"
-    r"|(?<![约订定买报排请租挂])了|(?<![约订定买报排请租挂])过|曾经"
+    rf"|{_BOOKED}了|{_BOOKED}过|曾经"
 )
 
 

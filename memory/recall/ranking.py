@@ -487,20 +487,38 @@ def dedupe(
     """Drop records whose term set overlaps a better-ranked one's by ≥ `threshold` (Jaccard).
 
     Catches the same statement saved twice with different punctuation, case or word forms;
-    `threshold` ≥ 1 turns it off.
+    `threshold` ≥ 1 turns it off. A raw turn and the typed memory that restates it are one
+    statement too: the memory takes the turn's place (and score), whichever ranked higher,
+    since it is what can be named, updated and superseded (the extraction prompt lists
+    typed memories only: "科目二其实是3月29号" must see the event it corrects, not its turn).
     """
     out: list[tuple[Id, float]] = []
     kept: list[frozenset[str]] = []
     for i, s in ranked:
         if threshold < 1.0:
             terms = _term_set(records[i].content)
-            if terms and any(len(terms & t) / len(terms | t) >= threshold for t in kept):
+            same = next(
+                (
+                    n
+                    for n, t in enumerate(kept)
+                    if terms and len(terms & t) / len(terms | t) >= threshold
+                ),
+                None,
+            )
+            if same is not None:
+                if _is_turn(records[out[same][0]]) and not _is_turn(records[i]):
+                    out[same] = (i, out[same][1])
+                    kept[same] = terms
                 continue
             kept.append(terms)
         out.append((i, s))
         if k is not None and len(out) >= k:
             break
     return out
+
+
+def _is_turn(record: Any) -> bool:
+    return getattr(record, "kind", None) == "episode"
 
 
 # --- token budget -----------------------------------------------------------------------------

@@ -140,6 +140,9 @@ class Reading:
     """The intent's probability."""
     forget: float = 0.0
     """The probability of `forget`, whatever intent won (a request's wording may tip it)."""
+    update: float = 0.0
+    """The probability of `update`, whatever intent won (news of a change is often read as a
+    plain statement: `memory.understanding.updates.NEWS_FLOOR`)."""
     families: tuple[float, ...] = ()
     """The probability of each family (`family` is the likeliest), in the model's label order."""
 
@@ -161,7 +164,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
         model = load_model()
         probs = model.predict(todo)
         intents = model.heads["intent"].labels
-        forget = intents.index("forget")
+        forget, update = intents.index("forget"), intents.index("update")
         fresh = {}
         for i, text in enumerate(todo):
             row = [float(p) for p in probs["intent"][i]]
@@ -175,6 +178,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 target=_label(model.heads["target"].labels, list(probs["target"][i])),
                 confidence=row[intents.index(intent)],
                 forget=float(probs["intent"][i][forget]),
+                update=float(probs["intent"][i][update]),
                 families=tuple(float(p) for p in probs["family"][i]),
             )
         with _LOCK:

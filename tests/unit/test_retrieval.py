@@ -237,6 +237,22 @@ def test_near_duplicates_are_removed() -> None:
     assert [i for i, _ in out] == ["a", "c"]
 
 
+def test_a_typed_memory_takes_the_place_of_the_raw_turn_it_restates() -> None:
+    # The turn ranked higher (its words are the query's), but the memory is what the
+    # extraction prompt lists and an update can name: it takes the turn's place and score.
+    records = {
+        "turn": Rec("我的驾照科目二约在了3月26号", kind="episode"),
+        "event": Rec("我的驾照科目二约在了3月26号（2027-03-26）", kind="event"),
+        "other": Rec("Lives in Berlin"),
+    }
+    out = dedupe([("turn", 3.0), ("other", 2.0), ("event", 1.0)], records)
+    assert out == [("event", 3.0), ("other", 2.0)]
+    # Two raw turns, or a memory and a turn below it: the better-ranked one stays.
+    records["turn2"] = Rec("我的驾照科目二约在了3月26号。", kind="episode")
+    assert [i for i, _ in dedupe([("turn", 3.0), ("turn2", 2.0)], records)] == ["turn"]
+    assert [i for i, _ in dedupe([("event", 3.0), ("turn", 2.0)], records)] == ["event"]
+
+
 def test_context_smoothing_averages_neighbours() -> None:
     sims = {"q": 0.2, "a": 0.6}
     ctx = {"q": [("a", 0.5)], "a": [("q", 0.5), ("missing", 0.5)]}

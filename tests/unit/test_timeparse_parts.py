@@ -158,6 +158,11 @@ def test_a_date_phrase_alone(text: str, phrase: bool) -> None:
         ("月底我们去了趟杭州", "past", "2026-10-31"),
         ("我约了周五吃饭", "future", "2026-11-20"),
         ("我订了周六的机票", "future", "2026-11-21"),
+        # The 了 of a booking with its complement ("约在了", "排到了") tells the booking was
+        # made: the day booked is ahead. A complement after another verb tells what happened.
+        ("我的复诊约在了周五", "future", "2026-11-20"),
+        ("体检排到了周五", "future", "2026-11-20"),
+        ("周五我们走到了西湖", "past", "2026-11-13"),
     ],
 )
 def test_a_statement_that_tells_what_happened_leans_back(text: str, lean: str, day: str) -> None:

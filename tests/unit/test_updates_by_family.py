@@ -136,3 +136,32 @@ async def test_a_moved_date_moves_the_event(
     events = [r for r in MemoryService(store, index).list("u") if r.kind == "event"]
     assert [r.value for r in events] == [new], [(r.content, r.value) for r in events]
     assert old not in " ".join(r.content for r in events)
+
+
+async def test_a_corrected_day_supersedes_the_event_it_corrects(index: Any) -> None:
+    # Said now, of days relative to now: a booking a month ahead corrected by three days (its
+    # 了 is the booking's, so both days are ahead), and a past day corrected with no speaker.
+    now = datetime.now(UTC).replace(microsecond=0)
+    booked, fixed = (now + timedelta(days=d) for d in (30, 33))
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)
+    pairs = [
+        ("zh", f"我的牙科复诊约在了{booked.month}月{booked.day}号",
+         f"弄错了，复诊其实是{fixed.month}月{fixed.day}号，刚看了预约短信"),
+        ("en", "my sublet ended last Wednesday",
+         "correction, the sublet actually ended last Friday, I mixed up the days"),
+    ]  # fmt: skip
+    for user, before, after in pairs:
+        await _turn(graph, user, f"{user}-a", before, now.isoformat())
+        await _turn(graph, user, f"{user}-b", after, (now + timedelta(minutes=5)).isoformat())
+    service = MemoryService(store, index)
+    zh = [r for r in await service.alist("zh", include_turns=True)]
+    events = [r for r in zh if r.kind == "event"]
+    assert [r.value for r in events] == [f"{fixed:%Y-%m-%d}"], [(r.content, r.value) for r in zh]
+    # the old day is left nowhere, its raw turn included
+    assert not [r for r in zh if f"{booked.month}月{booked.day}号" in r.content], [
+        r.content for r in zh
+    ]
+    en = [r.content for r in await service.alist("en", include_turns=True)]
+    assert [c for c in en if "last Friday" in c], en
+    assert not [c for c in en if "Wednesday" in c], en

@@ -125,13 +125,12 @@ async def _turn(graph: Any, user: str, thread: str, text: str, when: str) -> Non
         ("I take my dog to agility training every Tuesday evening.",
          "Agility training got switched to Saturday mornings, the field is busy midweek.",
          "Tuesday", "Saturday"),
-        pytest.param(
-            "每周三晚上八点我去上吉他课", "吉他课换到周六上午了，老师周三晚上没空", "周三", "周六",
-            marks=pytest.mark.xfail(
-                reason="the model reads this move of a routine as a plain statement (remember)",
-                strict=True,
-            ),
-        ),
+        # Read as plain statements (remember), the update second: news of the routine.
+        ("每周三晚上八点我去上吉他课", "吉他课换到周六上午了，老师周三晚上没空", "周三", "周六"),
+        ("My drum lesson is every Wednesday at 5pm.",
+         "Drum lessons have shifted to Sunday afternoons at 2 beginning next week.",
+         "Wednesday", "Sunday"),
+        ("我每周四晚上上书法课", "书法课挪到了周日上午，以后都这样", "周四", "周日"),
     ],
 )  # fmt: skip
 async def test_a_moved_routine_ends_the_old_one_through_the_graph(
