@@ -125,15 +125,16 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
 def said_in_message(
     ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
 ) -> dict[str, list[str]]:
-    """Return, for each of `ids` kept in the user's words, what else its message said.
+    """Return, for each typed memory of `ids`, what else its message said.
 
     A message is filed clause by clause, and a clause alone often says nothing: "my throat
     gets scratchy and tight" answers "Am I allergic to anything?" only beside "Sesame wrecks
     me." of the same message, and "mostly for a Lisbon trip" says nothing of Portuguese
     when "been trying to pick up Portuguese" was filed under no memory. The message's raw
     statements say all of it that is still kept; when none was archived, its other memories
-    stand in. A record an extractor wrote as a sentence of its own ("User is allergic to
-    sesame.") stands alone and brings nothing. At most `SAID_WITH`, in the order kept.
+    stand in. A memory an extractor wrote in its own words ("用户在一家做跨境电商的公司工作。")
+    restates its own statements and may have dropped the rest of the message ("叫海鲸科技"):
+    it brings the message's other raw statements only. At most `SAID_WITH`, in the order kept.
     """
 
     def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
@@ -146,7 +147,6 @@ def said_in_message(
         for i in ids
         if i in records
         and records[i].kind != "episode"
-        and record_text(records[i].content) != records[i].content.strip()
         and (key := message_of(records[i])) is not None
     }
     if not asked:
@@ -159,8 +159,12 @@ def said_in_message(
             kept.setdefault(key, []).append(rec)
 
     def said(i: str, key: tuple[str, str]) -> list[str]:
+        rec = records[i]
         found = sorted(kept.get(key, []), key=lambda r: (r.created_at, r.id))
         raw = [r for r in found if r.kind == "episode"]
+        if record_text(rec.content) == rec.content.strip():  # in the extractor's words
+            own = set(rec.source.statement_ids)
+            return [r.id for r in raw if r.id not in own][:SAID_WITH] if own else []
         return [r.id for r in raw or found if r.id != i][:SAID_WITH]
 
     return {i: said(i, key) for i, key in asked.items()}
@@ -470,10 +474,17 @@ class Recall:
         """Drop unreadable ones and duplicates, cut to k, pull in the other side of conflicts."""
         out: list[Recalled] = []
         seen: set[str] = set()
+        shown: set[str] = set()
         may_read = self.reader.may_read
         for r in (r for r in ranked if may_read(r.record)):
             key = normalize_text(r.record.content)
             if key in seen or len(out) == k:
+                continue
+            # A clause whose own statement is already on show adds nothing ("tastes like soap
+            # to me" after "I genuinely hate cilantro. tastes like soap to me, no exceptions").
+            framed = record_text(r.record.content) != r.record.content.strip()
+            said = set(r.record.source.statement_ids)
+            if framed and said and said <= shown:
                 continue
             # What was said with a clause is shown with it, once: a clause already shown
             # beside one ranked higher takes no place of its own.
@@ -481,6 +492,7 @@ class Recall:
                 w for w in r.said_with if may_read(w) and normalize_text(w.content) not in seen
             )
             seen.update(normalize_text(rec.content) for rec in (r.record, *with_it))
+            shown.update(rec.id for rec in (r.record, *with_it))
             out.append(replace(r, said_with=with_it))
         groups = {r.record.conflict_group for r in out if r.record.conflict_group}
         if groups:

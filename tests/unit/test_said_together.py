@@ -96,3 +96,33 @@ async def test_a_forgotten_statement_leaves_the_clauses_said_with_it(
     state = await session.graph.aget_state({"configurable": {"thread_id": f"{user}-a"}})
     recalled = json.dumps(state.values.get("recalled"), ensure_ascii=False)
     assert word not in recalled, recalled
+
+
+async def test_a_memory_in_the_extractors_words_brings_the_rest_of_its_message(
+    session: Session,
+) -> None:
+    # The rule keeps "用户在一家做物流的公司工作。" and drops the company's name.
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    for line in [*OTHERS["zh"], "我在一家做物流的公司上班，叫远帆物流，主要管仓库"]:
+        await session.turn(user, f"{user}-a", line)
+    found = await asyncio.to_thread(session.service.search, user, "我在哪家公司上班？", 5)
+    place = next(r for r in found if r.record.subject == "work.place")
+    assert "远帆" not in place.record.content
+    assert any("远帆" in w.content for w in place.said_with), [w.content for w in place.said_with]
+    # It restates its own statement: that one is not brought again.
+    assert not any(w.id in place.record.source.statement_ids for w in place.said_with)
+
+
+async def test_a_clause_of_a_message_shown_whole_takes_no_place(session: Session) -> None:
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    said = "I honestly hate olives. taste like brine to me, no exceptions"
+    for line in [*OTHERS["en"], said, "I'm vegetarian, have been since college. cheese is fine"]:
+        await session.turn(user, f"{user}-a", line)
+    found = await asyncio.to_thread(session.service.search, user, "which food do I hate again", 5)
+    raw: list[str] = []
+    for r in (r for r in found if r.why == "relevant"):
+        # A clause whose words an earlier result showed in full would only repeat them.
+        clause = record_text(r.record.content).rstrip(".")
+        assert not any(clause in t for t in raw), (clause, raw)
+        raw += [w.content for w in r.said_with]
+    assert any("brine" in t for t in raw), raw
