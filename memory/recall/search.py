@@ -26,7 +26,7 @@ from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
 from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
-from memory.understanding.updates import record_text
+from memory.understanding.updates import in_users_words
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -162,7 +162,7 @@ def said_in_message(
         rec = records[i]
         found = sorted(kept.get(key, []), key=lambda r: (r.created_at, r.id))
         raw = [r for r in found if r.kind == "episode"]
-        if record_text(rec.content) == rec.content.strip():  # in the extractor's words
+        if not in_users_words(rec.content):  # in the extractor's words
             own = set(rec.source.statement_ids)
             return [r.id for r in raw if r.id not in own][:SAID_WITH] if own else []
         return [r.id for r in raw or found if r.id != i][:SAID_WITH]
@@ -482,9 +482,8 @@ class Recall:
                 continue
             # A clause whose own statement is already on show adds nothing ("tastes like soap
             # to me" after "I genuinely hate cilantro. tastes like soap to me, no exceptions").
-            framed = record_text(r.record.content) != r.record.content.strip()
             said = set(r.record.source.statement_ids)
-            if framed and said and said <= shown:
+            if in_users_words(r.record.content) and said and said <= shown:
                 continue
             # What was said with a clause is shown with it, once: a clause already shown
             # beside one ranked higher takes no place of its own.

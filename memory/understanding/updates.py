@@ -52,6 +52,11 @@ def record_text(content: str) -> str:
     return _SAID.sub("", content).strip()
 
 
+def in_users_words(content: str) -> bool:
+    """Return True if a record's content is the user's words in the offline path's frame."""
+    return record_text(content) != content.strip()
+
+
 def is_routine(subject: str) -> bool:
     """Return True if a record filed under `subject` is a routine (`habit.…`).
 

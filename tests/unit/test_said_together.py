@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from scale_checks import leaks
 
 from agent.runner import Session, open_session
 from graphs.settings import Settings
@@ -126,3 +127,17 @@ async def test_a_clause_of_a_message_shown_whole_takes_no_place(session: Session
         assert not any(clause in t for t in raw), (clause, raw)
         raw += [w.content for w in r.said_with]
     assert any("brine" in t for t in raw), raw
+
+
+async def test_delete_user_leaves_no_copy_of_what_was_said_with_a_clause(tmp_path: Path) -> None:
+    # The thread's `recalled` holds what was said beside a clause; delete-user reaches it too.
+    home = tmp_path / "home"
+    said, question, word, _ = CASES["en"]
+    settings = Settings(backend=BackendConfig(home=str(home)), model="offline")
+    async with open_session(settings, setup=True) as s:
+        for line in [*OTHERS["en"], said]:
+            await s.turn("zed", "zed-a", line)
+        asked = await s.turn("zed", "zed-a", question)
+        assert any(word in w for r in asked.recalled for w in r["said_with"]), asked.recalled
+        await s.service.adelete_user("zed")
+    assert leaks(home, [word], []) == []
