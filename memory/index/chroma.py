@@ -23,7 +23,8 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -138,6 +139,7 @@ class ChromaIndex:
         # Held by writes and by a compaction: no process writes into a collection while
         # it is being rewritten.
         self._writes = CollectionLocks(IndexUnavailable)
+        self._clean: set[str] = set()  # segment folders whose HNSW files hold no stale bytes
 
     @classmethod
     def open(
@@ -295,6 +297,25 @@ class ChromaIndex:
 
     # --- writes --------------------------------------------------------------------------
 
+    @contextmanager
+    def _writing(self, name: str, *, rewrite: bool = False) -> Iterator[None]:
+        """Hold the right to write into collection `name` (`CollectionLocks.writing`).
+
+        On the way out, still holding it, the HNSW files of a collection the write gave its
+        first vector are scrubbed: Chroma writes their unused slots from memory it never
+        cleared, which may hold a copy of any text or vector the process handled
+        (`memory.index.files`).
+        """
+        with self._writes.writing(name, rewrite=rewrite):
+            try:
+                yield
+            finally:
+                if self.path:
+                    try:
+                        self._clean = chroma_files.scrub(self.path, self._clean)
+                    except OSError as exc:  # the next purge scrubs it
+                        log.warning("could not scrub the index files: %s", exc)
+
     def upsert(
         self, records: list[MemoryRecord], *, count: Callable[[], int] | None = None
     ) -> None:
@@ -317,12 +338,12 @@ class ChromaIndex:
             part = records[start : start + UPSERT_BATCH]
             vectors = np.asarray(self.embedder.embed([index_text(r) for r in part]), np.float32)
             op = upsert_op(key, user_id, part, vectors, self._with_texts)
-            with self._writes.writing(self._shard_name(user_id)):
+            with self._writing(self._shard_name(user_id)):
                 shared = self._at_home(user_id, op, fresh=True)
             if shared:
                 self.cache.add(key, part, vectors)
         if shared and (count is None or count() > self.promote_at):
-            with self._writes.writing(self._shard_name(user_id)):
+            with self._writing(self._shard_name(user_id)):
                 self._promote_if_large(user_id)
 
     def _promote_if_large(self, user_id: str) -> None:
@@ -386,7 +407,7 @@ class ChromaIndex:
             wanted = [shard_entry_id(key, i) for i in ids] if shared else list(ids)
             store._collection.delete(ids=wanted)
 
-        with self._writes.writing(self._shard_name(user_id)):
+        with self._writing(self._shard_name(user_id)):
             self._at_home(user_id, op, fresh=True)
         self.cache.discard(key, ids)
 
@@ -431,7 +452,7 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return had_own or bool(rows)
 
-        with self._writes.writing(self._shard_name(user_id)):
+        with self._writing(self._shard_name(user_id)):
             touched_shard = self._guarded(drop)
         if purge:
             if touched_shard:
@@ -454,13 +475,13 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return len(rows)
 
-        with self._writes.writing(self._shard_name(user_id)):
+        with self._writing(self._shard_name(user_id)):
             return self._guarded(strays)
 
     def reset(self) -> None:
         """Drop every collection of the index (a full `reindex` writes them anew)."""
         for name in self._guarded(lambda: collection_names(self.client)):
-            with self._writes.writing(name, rewrite=True):
+            with self._writing(name, rewrite=True):
                 self._evict(name)
                 self._guarded(functools.partial(self.client.delete_collection, name))
         with self._lock:
@@ -469,15 +490,19 @@ class ChromaIndex:
         self.purge_files()
 
     def _compact(self, name: str) -> None:
-        with self._writes.writing(name, rewrite=True):
+        with self._writing(name, rewrite=True):
             self._evict(name)
             self._guarded(lambda: compact(self.client, name))
             self._evict(name)
 
-    def purge_files(self) -> None:
-        """Remove what dropped collections and deleted rows left in embedded Chroma's files."""
+    def purge_files(self, *, vacuum: bool = True) -> None:
+        """Remove what dropped collections, deleted rows and stale memory left on disk.
+
+        See `memory.index.files.purge`; no write of this process runs meanwhile.
+        """
         if self.path:
-            chroma_files.purge(self.path)
+            with self._writes.in_process():
+                chroma_files.purge(self.path, vacuum=vacuum, clean=self._clean)
 
     def settle_layout(self) -> dict[str, int]:
         """Finish interrupted compactions and move small per-user collections into shards.
@@ -497,8 +522,8 @@ class ChromaIndex:
         if migrated or recovered:
             log.warning("index: moved %d per-user collections into shards", migrated)
             self.purge_files()
-        elif self.path:
-            chroma_files.purge(self.path, vacuum=False)
+        else:
+            self.purge_files(vacuum=False)
         return {"recovered": len(recovered), "migrated": migrated}
 
     def _migrate(self, name: str) -> int:
@@ -511,7 +536,7 @@ class ChromaIndex:
         shard = shard_name(key, self.shards)
         store = self._open(shard, create=True)
         assert store is not None
-        with self._writes.writing(shard):
+        with self._writing(shard):
             for rows in read_rows(old):
                 write_rows(store._collection, to_shard(rows, key))
             self.client.delete_collection(name)

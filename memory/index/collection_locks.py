@@ -32,6 +32,12 @@ class CollectionLocks:
         self._local = threading.RLock()
 
     @contextmanager
+    def in_process(self) -> Iterator[None]:
+        """Keep every write of this process out (not other processes')."""
+        with self._local:
+            yield
+
+    @contextmanager
     def writing(self, name: str, *, rewrite: bool = False) -> Iterator[None]:
         """Hold the right to write into collection `name` (to rewrite it, with `rewrite`)."""
         with self._local, ExitStack() as held:

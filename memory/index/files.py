@@ -7,6 +7,14 @@ the ids it held), and deleted rows stay in the free pages of `chroma.sqlite3`. `
 removes the folders no segment owns any more and rewrites the database with `VACUUM`, so a
 deleted user's ids and vectors are gone from disk. A `chroma run` server keeps its files
 on its own machine: there only the collections can be dropped and rewritten.
+
+A new HNSW index (a collection's first write) writes its whole capacity to
+`data_level0.bin` and `length.bin` straight from memory it `malloc`ed and never cleared
+(chroma-hnswlib's `initPersistentIndex`): the slots past its element count hold whatever
+the process freed there before, which can be a copy of any text or vector the process
+handled, another user's or a deleted one's. Later writes only write the slots of the
+elements they add, cleared first, so those stale bytes stay until the slots are used.
+`scrub` zeroes the unused slots of each segment's files.
 """
 
 from __future__ import annotations
@@ -17,10 +25,18 @@ import os
 import re
 import shutil
 import sqlite3
+import struct
+from collections.abc import Iterable
 
 log = logging.getLogger(__name__)
 DATABASE = "chroma.sqlite3"
 _SEGMENT_DIR = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+# chroma-hnswlib's `header.bin` (persistence version 1): version, offsetLevel0,
+# max_elements, cur_element_count, size_data_per_element, label_offset, offsetData,
+# maxlevel, enterpoint_node, maxM, maxM0, M, mult, ef_construction.
+_HEADER = struct.Struct("<iQQQQQQiIQQQdQ")
+_HNSW_VERSION = 1
+_CHUNK = 1 << 20
 
 
 def orphan_folders(path: str) -> list[str]:
@@ -37,11 +53,86 @@ def orphan_folders(path: str) -> list[str]:
     ]
 
 
-def purge(path: str, *, vacuum: bool = True) -> int:
-    """Remove dropped collections' folders and (with `vacuum`) the free pages of the database.
+def _zero_from(file: str, start: int) -> bool:
+    """Overwrite a file with zeros from byte `start` to its end; return True if it wrote."""
+    wrote = False
+    with open(file, "r+b") as f:
+        f.seek(start)
+        at = start
+        while chunk := f.read(_CHUNK):
+            if chunk.count(0) != len(chunk):
+                f.seek(at)
+                f.write(bytes(len(chunk)))
+                wrote = True
+            at += len(chunk)
+        if wrote:
+            f.flush()
+            os.fsync(f.fileno())
+    return wrote
 
+
+def scrub_folder(folder: str) -> bool:
+    """Zero the slots of a segment's `data_level0.bin` and `length.bin` past its elements.
+
+    Only the bytes past the element count its `header.bin` records are touched: the
+    index's own elements are left as they are. Call it while no write of this process
+    is under way (Chroma persists elements and header during a write).
+
+    Returns:
+        True if the folder is clean now; False if it is not a complete index of the
+        known format (not yet written, or another version), which is left alone.
+    """
+    try:
+        with open(os.path.join(folder, "header.bin"), "rb") as f:
+            head = f.read(_HEADER.size)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if len(head) != _HEADER.size:
+        return False
+    version, _, capacity, count, per_element, *_ = _HEADER.unpack(head)
+    if version != _HNSW_VERSION or per_element <= 0 or count > capacity:
+        log.warning("unknown HNSW files in %s (version %s): not scrubbed", folder, version)
+        return False
+    try:
+        _zero_from(os.path.join(folder, "data_level0.bin"), count * per_element)
+        _zero_from(os.path.join(folder, "length.bin"), count * 4)  # a float per element
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def scrub(path: str, skip: Iterable[str] = ()) -> set[str]:
+    """Zero the never-used slots of every segment's HNSW files (see the module docstring).
+
+    Args:
+        path: The embedded Chroma directory.
+        skip: Folder names already scrubbed: a folder once clean stays clean.
+
+    Returns:
+        The names of the segment folders that are clean now (`skip` among them, if present).
+    """
+    known = set(skip)
+    if not os.path.isdir(path):
+        return set()
+    clean = set()
+    for name in os.listdir(path):  # a write looks here: known folders cost no stat
+        if name in known or (_SEGMENT_DIR.match(name) and scrub_folder(os.path.join(path, name))):
+            clean.add(name)
+    return clean
+
+
+def purge(path: str, *, vacuum: bool = True, clean: set[str] | None = None) -> int:
+    """Remove dropped collections' folders, stale bytes (`scrub`) and free pages.
+
+    The live folders' HNSW files are scrubbed; with `vacuum`, the database is rewritten.
     Safe while the embedded client is open: Chroma holds no transaction between calls, and
-    a folder is only removed once the database no longer names its segment.
+    a folder is only removed once the database no longer names its segment. The caller
+    keeps its own writes out meanwhile (the scrub reads the element count of a live index).
+
+    Args:
+        path: The embedded Chroma directory.
+        vacuum: Rewrite `chroma.sqlite3` too.
+        clean: Folder names known clean, skipped by the scrub; updated in place.
 
     Returns:
         How many folders were removed.
@@ -50,6 +141,10 @@ def purge(path: str, *, vacuum: bool = True) -> int:
     for folder in orphan_folders(path):
         shutil.rmtree(folder, ignore_errors=True)
         removed += 1
+    now_clean = scrub(path, clean or ())
+    if clean is not None:
+        clean.clear()
+        clean.update(now_clean)
     if vacuum:
         database = os.path.join(path, DATABASE)
         try:
