@@ -386,10 +386,17 @@ _CONJUNCTION = re.compile(
 )
 
 
+# A comma inside a number ("85,000") or between a day and its year ("March 2, 1990") is part
+# of an exact format, not a clause break.
+_CLAUSE_BREAK = re.compile(
+    r"(?<!\d)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
+    r"|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)",
+    re.I,
+)
+
+
 def _clauses(sentence: str) -> list[str]:
-    parts = re.split(
-        r"[，,]\s*|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)", sentence, flags=re.I
-    )
+    parts = _CLAUSE_BREAK.split(sentence)
     out: list[str] = []
     for part in (_CONJUNCTION.sub("", p.strip(" .!。！")) for p in parts if p):
         if not part.strip(" .!。！"):
