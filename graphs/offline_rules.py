@@ -43,7 +43,13 @@ from memory.understanding import (
     read_utterances,
     slot_of,
 )
-from memory.understanding.updates import NEWS_FLOOR, changed_record, is_routine, record_text
+from memory.understanding.updates import (
+    NEWS_FLOOR,
+    changed_record,
+    in_users_words,
+    is_routine,
+    record_text,
+)
 
 _HYPOTHETICAL = re.compile(
     r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
@@ -582,9 +588,14 @@ def _statements(
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
-    if reading.intent == "update" and all(cand is None for cand in found):
-        # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would
-        # keep "not 38" as a statement of its own.
+    # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would keep
+    # "not 38" as a statement of its own. So is news of a value the user has one of that no
+    # pattern typed: "I left the big four job, starting at Fernway on Monday" is the new
+    # employer, not a remark and a Monday event beside the old one.
+    slot_news = reading.family in UPDATE_SUBJECT and not any(
+        cand is not None and slot_of(cand.subject) is not None for cand in found
+    )
+    if reading.intent == "update" and (slot_news or all(cand is None for cand in found)):
         whole = _from_reading(sentence, reading, now, context)
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
@@ -677,7 +688,10 @@ def _changes(
     one statement in the user's words, filed over what it changes (the store gives it that
     memory's kind and subject: a moved weekly meeting stays a habit).
     """
-    if any(slot_of(c.subject) is not None for c in found):
+    # A value a pattern typed under a slot replaces the slot; the user's words filed under
+    # their family's slot only by default ("I quit the café, I'm starting as a developer")
+    # go over the memory they are clearly about (the role), when one is.
+    if any(slot_of(c.subject) is not None and not in_users_words(c.content) for c in found):
         return found
     old = _meant_by(sentence, reading, known)
     if old is None:

@@ -23,8 +23,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -138,8 +137,11 @@ class ChromaIndex:
         self._lock = threading.Lock()
         # Held by writes and by a compaction: no process writes into a collection while
         # it is being rewritten.
-        self._writes = CollectionLocks(IndexUnavailable)
-        self._clean: set[str] = set()  # segment folders whose HNSW files hold no stale bytes
+        # Each write ends by scrubbing the stale memory a new HNSW file took (`files.py`).
+        self._files = chroma_files.IndexFiles(path) if path else None
+        self._writes = CollectionLocks(
+            IndexUnavailable, after_write=self._files.scrub if self._files else None
+        )
 
     @classmethod
     def open(
@@ -297,25 +299,6 @@ class ChromaIndex:
 
     # --- writes --------------------------------------------------------------------------
 
-    @contextmanager
-    def _writing(self, name: str, *, rewrite: bool = False) -> Iterator[None]:
-        """Hold the right to write into collection `name` (`CollectionLocks.writing`).
-
-        On the way out, still holding it, the HNSW files of a collection the write gave its
-        first vector are scrubbed: Chroma writes their unused slots from memory it never
-        cleared, which may hold a copy of any text or vector the process handled
-        (`memory.index.files`).
-        """
-        with self._writes.writing(name, rewrite=rewrite):
-            try:
-                yield
-            finally:
-                if self.path:
-                    try:
-                        self._clean = chroma_files.scrub(self.path, self._clean)
-                    except OSError as exc:  # the next purge scrubs it
-                        log.warning("could not scrub the index files: %s", exc)
-
     def upsert(
         self, records: list[MemoryRecord], *, count: Callable[[], int] | None = None
     ) -> None:
@@ -338,12 +321,12 @@ class ChromaIndex:
             part = records[start : start + UPSERT_BATCH]
             vectors = np.asarray(self.embedder.embed([index_text(r) for r in part]), np.float32)
             op = upsert_op(key, user_id, part, vectors, self._with_texts)
-            with self._writing(self._shard_name(user_id)):
+            with self._writes.writing(self._shard_name(user_id)):
                 shared = self._at_home(user_id, op, fresh=True)
             if shared:
                 self.cache.add(key, part, vectors)
         if shared and (count is None or count() > self.promote_at):
-            with self._writing(self._shard_name(user_id)):
+            with self._writes.writing(self._shard_name(user_id)):
                 self._promote_if_large(user_id)
 
     def _promote_if_large(self, user_id: str) -> None:
@@ -407,7 +390,7 @@ class ChromaIndex:
             wanted = [shard_entry_id(key, i) for i in ids] if shared else list(ids)
             store._collection.delete(ids=wanted)
 
-        with self._writing(self._shard_name(user_id)):
+        with self._writes.writing(self._shard_name(user_id)):
             self._at_home(user_id, op, fresh=True)
         self.cache.discard(key, ids)
 
@@ -452,7 +435,7 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return had_own or bool(rows)
 
-        with self._writing(self._shard_name(user_id)):
+        with self._writes.writing(self._shard_name(user_id)):
             touched_shard = self._guarded(drop)
         if purge:
             if touched_shard:
@@ -475,13 +458,13 @@ class ChromaIndex:
                 shard.delete(ids=rows)
             return len(rows)
 
-        with self._writing(self._shard_name(user_id)):
+        with self._writes.writing(self._shard_name(user_id)):
             return self._guarded(strays)
 
     def reset(self) -> None:
         """Drop every collection of the index (a full `reindex` writes them anew)."""
         for name in self._guarded(lambda: collection_names(self.client)):
-            with self._writing(name, rewrite=True):
+            with self._writes.writing(name, rewrite=True):
                 self._evict(name)
                 self._guarded(functools.partial(self.client.delete_collection, name))
         with self._lock:
@@ -490,19 +473,16 @@ class ChromaIndex:
         self.purge_files()
 
     def _compact(self, name: str) -> None:
-        with self._writing(name, rewrite=True):
+        with self._writes.writing(name, rewrite=True):
             self._evict(name)
             self._guarded(lambda: compact(self.client, name))
             self._evict(name)
 
     def purge_files(self, *, vacuum: bool = True) -> None:
-        """Remove what dropped collections, deleted rows and stale memory left on disk.
-
-        See `memory.index.files.purge`; no write of this process runs meanwhile.
-        """
-        if self.path:
+        """Remove what dropped collections, deleted rows and stale memory left on disk."""
+        if self._files is not None:
             with self._writes.in_process():
-                chroma_files.purge(self.path, vacuum=vacuum, clean=self._clean)
+                self._files.purge(vacuum=vacuum)
 
     def settle_layout(self) -> dict[str, int]:
         """Finish interrupted compactions and move small per-user collections into shards.
@@ -521,9 +501,7 @@ class ChromaIndex:
             migrated += self._guarded(functools.partial(self._migrate, name))
         if migrated or recovered:
             log.warning("index: moved %d per-user collections into shards", migrated)
-            self.purge_files()
-        else:
-            self.purge_files(vacuum=False)
+        self.purge_files(vacuum=bool(migrated or recovered))
         return {"recovered": len(recovered), "migrated": migrated}
 
     def _migrate(self, name: str) -> int:
@@ -536,7 +514,7 @@ class ChromaIndex:
         shard = shard_name(key, self.shards)
         store = self._open(shard, create=True)
         assert store is not None
-        with self._writing(shard):
+        with self._writes.writing(shard):
             for rows in read_rows(old):
                 write_rows(store._collection, to_shard(rows, key))
             self.client.delete_collection(name)

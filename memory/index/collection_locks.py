@@ -10,7 +10,7 @@ by advisory locks of the database (shared by writers, exclusive for a compaction
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
 from memory.store.locks import PostgresWriterLocks, WriterLockTimeout
@@ -19,14 +19,19 @@ from memory.store.locks import PostgresWriterLocks, WriterLockTimeout
 class CollectionLocks:
     """The write and rewrite locks of one index's collections."""
 
-    def __init__(self, unavailable: type[Exception]) -> None:
+    def __init__(
+        self, unavailable: type[Exception], *, after_write: Callable[[], None] | None = None
+    ) -> None:
         """Create the locks of one process; other processes are shut out once `across` is set.
 
         Args:
             unavailable: Raised (with the lock's message) when another process kept a
                 collection locked for too long.
+            after_write: Called at the end of every write, still holding its locks (the
+                index scrubs the files a new collection wrote, `memory.index.files`).
         """
         self.unavailable = unavailable
+        self.after_write = after_write
         self.across: PostgresWriterLocks | None = None
         # Re-entrant: a write may promote a user, which writes again.
         self._local = threading.RLock()
@@ -46,4 +51,8 @@ class CollectionLocks:
                     held.enter_context(self.across.hold_collection(name, exclusive=rewrite))
                 except WriterLockTimeout as exc:
                     raise self.unavailable(str(exc)) from exc
-            yield
+            try:
+                yield
+            finally:
+                if self.after_write is not None:
+                    self.after_write()

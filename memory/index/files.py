@@ -153,3 +153,27 @@ def purge(path: str, *, vacuum: bool = True, clean: set[str] | None = None) -> i
         except sqlite3.Error as exc:  # busy: the pages are rewritten at the next purge
             log.warning("could not vacuum %s: %s", database, exc)
     return removed
+
+
+class IndexFiles:
+    """The files of an embedded index: what its writes and deletes leave on disk."""
+
+    def __init__(self, path: str) -> None:
+        """Watch the embedded Chroma directory `path`."""
+        self.path = path
+        self.clean: set[str] = set()  # segment folders whose HNSW files hold no stale bytes
+
+    def scrub(self) -> None:
+        """Zero the stale bytes of HNSW files written since the last scrub (`scrub`).
+
+        Call it while no write of this process is under way. A failure is logged: the next
+        scrub or purge tries again.
+        """
+        try:
+            self.clean = scrub(self.path, self.clean)
+        except OSError as exc:
+            log.warning("could not scrub the index files: %s", exc)
+
+    def purge(self, *, vacuum: bool = True) -> None:
+        """Remove what dropped collections, deleted rows and stale memory left (`purge`)."""
+        purge(self.path, vacuum=vacuum, clean=self.clean)

@@ -138,9 +138,24 @@ def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> lis
     return [u for u in out if valued or all(r.value is None for r in u.typed)]
 
 
+_BY_KIND = ("habit.", "event.")
+"""Subjects that file a record by its kind (a routine, a dated event), not by what it is about."""
+
+
 def _families(unit: _Statement) -> set[str]:
-    """Return the families a statement's records are filed under."""
-    return {f for r in unit.typed if (f := family_of(r.subject)) is not None}
+    """Return the families a statement's records are filed under, or are about.
+
+    A routine or a dated event is filed by its kind: "I take metformin twice a day" under
+    `habit.`, "we moved to Halifax last month" under `event.`. What it is about (health,
+    home) is the model's reading of the statement, so "anything about my prescriptions"
+    and "what city I live in" reach them.
+    """
+    found = {f for r in unit.typed if (f := family_of(r.subject)) is not None}
+    if any(r.subject.startswith(_BY_KIND) for r in unit.typed):
+        about = read_utterance(unit.text).family
+        if about in FAMILY_PREFIX:
+            found.add(about)
+    return found
 
 
 def _message_of(record: MemoryRecord) -> str:
