@@ -445,17 +445,15 @@ def forget_targets(
     request, family = topics.one_value_family(request, live)
     phrase, prefixes = forget_phrase(request, family)
     found = [
-        r
-        for r in live
-        if r.kind != "episode"
-        and (
-            any(r.subject.startswith(p) for p in prefixes)
-            or states(r.content, phrase)
+        r for r in live
+        if r.kind != "episode" and (
+            any(r.subject.startswith(p) for p in prefixes) or states(r.content, phrase)
             or (isinstance(r.value, str) and states(r.value, phrase))
         )
-    ]
-    # A topic no remembered word says ("我血糖的事" for "我每天打胰岛素"): its family and meaning.
-    return found or by_meaning(topics.forget_words(request), live, family)
+    ]  # fmt: skip
+    if not found:  # A topic no remembered word says ("我血糖的事" for "我每天打胰岛素")
+        found = by_meaning(topics.forget_words(request), live, family)
+    return found + topics.said_around(found, live)
 
 
 def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> str:

@@ -40,6 +40,10 @@ RAW_OFFSET = 0.07
 floor was set on, the calibration pairs' raw copies are nearer: their neighbours reach 0.35
 ("我海鲜过敏" vs the insulin) and the topics meant start at 0.39; 0.37 parts them (checked
 on the held-out pairs: none wrong), which is the floor plus this."""
+_BY_KIND = ("habit.", "event.")
+"""Subjects that file a record by its kind (a routine, a dated event), not by what it is about."""
+
+
 _EXTRA_PREFIXES = {"hobbies": ("likes",), "home": ("home",)}
 """Where the offline path files remarks of a family besides its prefix (`graphs.offline_rules`)."""
 
@@ -99,6 +103,35 @@ def by_meaning(
     return [r for u in taken for r in u.records]
 
 
+def said_around(
+    taken: Sequence[MemoryRecord], records: Sequence[MemoryRecord]
+) -> list[MemoryRecord]:
+    """Return what goes on with what a forget took: its clauses with no subject of their own.
+
+    "我有鼻炎，每天睡前都要喷一次内舒拿" is filed as the rhinitis and a routine; "我用药那些事
+    你别记了" takes the rhinitis by its family, and the spray, which goes on with it
+    (`continued`) and is filed by its kind (`habit.`, read alone as a schedule), must go
+    with it, as must a clause kept only as a raw statement. A clause filed under a family
+    of its own is a statement of its own and stays ("我对花生过敏，平时特别爱吃辣" keeps
+    the spice).
+    """
+    said = {sid for r in taken for sid in (r.source.statement_ids or [r.id])}
+    going = {cid for sid in said for cid in continued(sid, records)} - said
+    own = {
+        sid
+        for r in records
+        if not is_raw_turn(r) and not r.subject.startswith(_BY_KIND)
+        for sid in r.source.statement_ids
+    }
+    going -= own
+    return [
+        r
+        for r in records
+        if (r.id in going and is_raw_turn(r))
+        or (r.subject.startswith(_BY_KIND) and going.intersection(r.source.statement_ids))
+    ]
+
+
 @dataclass(frozen=True)
 class _Statement:
     """One thing said: its raw copy (if kept) and the records extracted from it."""
@@ -136,10 +169,6 @@ def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> lis
         if not any(s in raw for s in r.source.statement_ids)
     ]
     return [u for u in out if valued or all(r.value is None for r in u.typed)]
-
-
-_BY_KIND = ("habit.", "event.")
-"""Subjects that file a record by its kind (a routine, a dated event), not by what it is about."""
 
 
 def _families(unit: _Statement) -> set[str]:

@@ -5,7 +5,8 @@ is read as an update about work, but no pattern types either clause: cut at its 
 was a remark and a dated event beside the old employer, which stayed the answer. Such news
 is one statement filed under the family's slot, so it replaces the old value; a move told
 in the past tense is where the user lives, so a request to forget that reaches it. Also
-here: a routine filed by its kind (`habit.`) is still about its family for a forget.
+here: a routine filed by its kind (`habit.`) is still about its family for a forget, and
+a forget takes the clauses that go on with what it takes (no subject of their own).
 """
 
 from __future__ import annotations
@@ -84,3 +85,19 @@ async def test_a_routine_is_about_its_family_for_a_forget(index: Any) -> None:
         kept = " | ".join(r.content for r in await service.alist(user, include_turns=True))
         assert word not in kept, kept
         assert "爵士" in kept or "jazz" in kept, kept
+
+
+async def test_a_forget_takes_the_clauses_that_go_on_with_what_it_takes(index: Any) -> None:
+    # The spray goes on with the rhinitis (no subject of its own) and is filed as a routine;
+    # the spice, filed under diet, is a statement of its own.
+    service = await _tell(
+        index,
+        "zh",
+        ["我有鼻炎，每天睡前都要喷一次内舒拿，喷完还得擤鼻涕", "我对花生过敏，平时特别爱吃辣",
+         "我喜欢爵士乐", "我用药那些事你别记了", "我过敏的事你别记了"],
+    )  # fmt: skip
+    kept = " | ".join(r.content for r in await service.alist("zh", include_turns=True))
+    for gone in ("内舒拿", "鼻炎", "花生"):
+        assert gone not in kept, kept
+    for stays in ("爱吃辣", "爵士乐"):
+        assert stays in kept, kept
