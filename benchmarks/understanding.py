@@ -211,7 +211,7 @@ def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], di
     }
 
 
-FRESH_SETS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6")
+FRESH_SETS = ("fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7")
 """`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then five written blind."""
 
 
