@@ -198,10 +198,11 @@ _EN_RULES: list[Rule] = [
         ),
     ),
     (
+        # A tool is named ("I use Python"): a capital letter, whatever case the rest is in,
+        # so "I use my inhaler every morning" is no tech stack.
         re.compile(
-            r"^(?:i|we) (?:mostly |mainly |usually )?"
-            r"(?:use|work with|code in|program in|(?:'m|am|'re|are) using) ([A-Z][\w+#. -]*)",
-            re.I,
+            r"^(?i:(?:i|we) (?:mostly |mainly |usually )?"
+            r"(?:use|work with|code in|program in|(?:'m|am|'re|are) using)) ([A-Z][\w+#. -]*)"
         ),
         lambda m: _cand(
             "fact",

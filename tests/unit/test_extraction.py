@@ -52,6 +52,15 @@ def test_explicit_statements_are_extracted(text: str, expected: list[tuple[str, 
     assert got == expected
 
 
+@pytest.mark.parametrize(
+    "text", ["I use my inhaler every morning before work", "We use our spare room as an office"]
+)
+def test_a_thing_used_that_names_no_tool_is_no_tech_stack(text: str) -> None:
+    # The tech-stack pattern wants a named tool ("We use Python"): a capital letter.
+    got = [c.subject for c in extract_rules(text, NOW).memories]
+    assert not [s for s in got if s.startswith("tech.")], got
+
+
 @pytest.mark.parametrize("text", NOT_REMEMBERED)
 def test_questions_hypotheticals_and_others_are_not(text: str) -> None:
     out = extract_rules(text, NOW)
