@@ -136,8 +136,8 @@ class ChromaIndex:
         self.cache = ShardCache()
         self._lock = threading.Lock()
         # Held by writes and by a compaction: no process writes into a collection while
-        # it is being rewritten.
-        # Each write ends by scrubbing the stale memory a new HNSW file took (`files.py`).
+        # it is being rewritten. Each write ends by scrubbing what a new HNSW file took
+        # from memory never cleared (`files.py`).
         self._files = chroma_files.IndexFiles(path) if path else None
         self._writes = CollectionLocks(
             IndexUnavailable, after_write=self._files.scrub if self._files else None

@@ -121,18 +121,11 @@ def scrub(path: str, skip: Iterable[str] = ()) -> set[str]:
     return clean
 
 
-def purge(path: str, *, vacuum: bool = True, clean: set[str] | None = None) -> int:
-    """Remove dropped collections' folders, stale bytes (`scrub`) and free pages.
+def purge(path: str, *, vacuum: bool = True) -> int:
+    """Remove dropped collections' folders and (with `vacuum`) the free pages of the database.
 
-    The live folders' HNSW files are scrubbed; with `vacuum`, the database is rewritten.
     Safe while the embedded client is open: Chroma holds no transaction between calls, and
-    a folder is only removed once the database no longer names its segment. The caller
-    keeps its own writes out meanwhile (the scrub reads the element count of a live index).
-
-    Args:
-        path: The embedded Chroma directory.
-        vacuum: Rewrite `chroma.sqlite3` too.
-        clean: Folder names known clean, skipped by the scrub; updated in place.
+    a folder is only removed once the database no longer names its segment.
 
     Returns:
         How many folders were removed.
@@ -141,10 +134,6 @@ def purge(path: str, *, vacuum: bool = True, clean: set[str] | None = None) -> i
     for folder in orphan_folders(path):
         shutil.rmtree(folder, ignore_errors=True)
         removed += 1
-    now_clean = scrub(path, clean or ())
-    if clean is not None:
-        clean.clear()
-        clean.update(now_clean)
     if vacuum:
         database = os.path.join(path, DATABASE)
         try:
@@ -175,5 +164,10 @@ class IndexFiles:
             log.warning("could not scrub the index files: %s", exc)
 
     def purge(self, *, vacuum: bool = True) -> None:
-        """Remove what dropped collections, deleted rows and stale memory left (`purge`)."""
-        purge(self.path, vacuum=vacuum, clean=self.clean)
+        """Remove what dropped collections, deleted rows and stale memory left (`purge`).
+
+        Call it while no write of this process is under way (the scrub reads the element
+        count of a live index).
+        """
+        purge(self.path, vacuum=vacuum)
+        self.scrub()

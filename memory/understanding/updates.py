@@ -68,15 +68,12 @@ def is_routine(subject: str) -> bool:
     return subject == "habit" or subject.startswith("habit.")
 
 
-def pool_of(family: str | None, subjects: Sequence[str]) -> list[int]:
+def pool_of(family: str, subjects: Sequence[str]) -> list[int]:
     """Return the indexes of the subjects an update read in `family` may change.
 
     Those of the family, and those filed under none (a habit, a body measure); none when
-    the model names no family (an update about nothing it can name ends nothing); all of
-    them for `family` None (the family read holds nothing remembered, see `changed_record`).
+    the model names no family (an update about nothing it can name ends nothing).
     """
-    if family is None:
-        return list(range(len(subjects)))
     if family not in FAMILY_PREFIX:
         return []
     return [i for i, s in enumerate(subjects) if family_of(s) in (family, None)]
@@ -98,13 +95,12 @@ def changed_record(
         floor: The least similarity the record must reach.
         margin: How much nearer it must be than the next record of the pool.
     """
-    subjects = [subject for subject, _ in records]
-    pool = pool_of(family, subjects)
+    pool = pool_of(family, [subject for subject, _ in records])
     if not pool and family in FAMILY_PREFIX:
         # Nothing remembered is of the family read: the reading is the suspect, not the
         # update ("my carrier is actually T-Mobile, not the other one" read as work, with
         # the carrier filed under possessions). Every record is weighed, as nearly.
-        pool = pool_of(None, subjects)
+        pool = list(range(len(records)))
     if not pool:
         return None
     at = pick(update_similarities(sentence, [records[i][1] for i in pool]), floor, margin)
