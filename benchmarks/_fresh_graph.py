@@ -36,6 +36,7 @@ FRESH_SETS = {
     "fresh5": DATA / "understanding_fresh5.json",
     "fresh6": DATA / "understanding_fresh6.json",
     "fresh7": DATA / "understanding_fresh7.json",
+    "fresh8": DATA / "understanding_fresh8.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -45,7 +46,8 @@ and run only once that work was merged; the fourth likewise, by a fourth author,
 third's misses were worked on (nobody working on them read it); the fifth likewise, by a
 fifth author, while the fourth's misses were worked on; the sixth likewise, by a sixth
 author, while the fifth's misses were worked on; the seventh likewise, by a seventh author,
-while the sixth's misses were worked on."""
+while the sixth's misses were worked on; the eighth likewise, by an eighth author, while the
+seventh's misses were worked on."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

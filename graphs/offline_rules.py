@@ -31,7 +31,7 @@ from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, split_sentences
 from memory.text.corrections import Correction, correction, says_value
-from memory.text.statements import split_text
+from memory.text.statements import continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
     QUESTION_CONFIDENCE,
@@ -523,17 +523,21 @@ _MEASURE = re.compile(
 _MIN_STATEMENT_CHARS = 4
 
 
-def _subject(reading: Reading, clause: str, context: str = "") -> str:
+def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str = "") -> str:
     """Return the subject a statement the patterns did not know is filed under.
 
     `context` is the sentence before it in the message: "Her name's Hannah." after "I have
-    a new girlfriend." is the girlfriend's name.
+    a new girlfriend." is the girlfriend's name. `goes_on_from` is the clause of its own
+    sentence it goes on with, having no subject of its own (`continues`): in "我外婆叫张秀兰，
+    今年八十五了" the age is the grandmother's, not the user's.
     """
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
     who = relation_in(clause)
     if reading.family in ("name", "age") and _THIRD_PERSON.search(clause):
         who = who or relation_in(context)
         return f"family.{who}.{slug}" if who else f"people.{slug}"
+    if reading.family in ("name", "age") and (of := relation_in(goes_on_from)):
+        return f"family.{of}.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
     if reading.kind == "recurring_date":
@@ -557,7 +561,7 @@ def _subject(reading: Reading, clause: str, context: str = "") -> str:
 
 
 def _from_reading(
-    clause: str, reading: Reading, now: datetime, context: str = ""
+    clause: str, reading: Reading, now: datetime, context: str = "", goes_on_from: str = ""
 ) -> CandidateMemory | None:
     """Return a statement no pattern knew, typed as the model reads it, said in its own words."""
     if len(normalize_text(clause)) < _MIN_STATEMENT_CHARS or reading.kind == "event":
@@ -571,7 +575,7 @@ def _from_reading(
         value = mention.day.strftime("--%m-%d")  # yearly: the month and day, no year
     return CandidateMemory(
         kind=RECORD_KIND.get(reading.kind, "fact"),
-        subject=_subject(reading, clause, context),
+        subject=_subject(reading, clause, context, goes_on_from),
         content=f"用户说：{said}。" if zh else f"User said: {said}.",
         value=value,
         confidence=0.8,
@@ -612,9 +616,10 @@ def _statements(
     )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
-    for clause, cand in zip(clauses, found, strict=True):
+    for n, (clause, cand) in enumerate(zip(clauses, found, strict=True)):
         if cand is None and by_clause[clause].intent in _STATES:
-            cand = _from_reading(clause, by_clause[clause], now, context)
+            before = clauses[n - 1] if n and continues(clauses[n - 1], clause) else ""
+            cand = _from_reading(clause, by_clause[clause], now, context, before)
         if cand is not None:
             out.append(cand)
     return out

@@ -1,0 +1,33 @@
+"""A clause with no subject of its own goes on with the one before it, in its sentence.
+
+"我爸叫李建国，今年五十八岁": the age is the father's. Filed as the user's own age it would
+replace it (`profile.age` is a slot the user has one of).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from graphs.offline_rules import extract_rules
+
+NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "relative"),
+    [
+        ("我爸叫李建国，今年五十八岁", "爸"),
+        ("我女儿叫朵朵，今年五岁，特别调皮", "女儿"),
+    ],
+)
+def test_an_age_said_after_a_relative_is_the_relatives(text: str, relative: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.age" not in subjects, subjects
+    assert any(s.startswith(f"family.{relative}.") and "岁" in s for s in subjects), subjects
+
+
+def test_an_age_said_after_the_users_own_name_is_the_users() -> None:
+    subjects = [m.subject for m in extract_rules("我叫小王，今年28岁", NOW).memories]
+    assert "profile.age" in subjects, subjects
