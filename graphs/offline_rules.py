@@ -515,6 +515,12 @@ _BIRTHDAY = re.compile(r"(?i)birthday|bday|生日")
 _THIRD_PERSON = re.compile(
     r"(?i)\b(?:he|she|his|her|hers|him|they|their|them|it|its|it's)\b|[他她它]|(?<!我)的名字"
 )
+# What the user owns or knows is the subject, not the user ("我的健身教练叫李伟", "my trainer
+# is called Mike", "我家狗今年五岁"): its name or age is no value of the user's own.
+_POSSESSED = re.compile(
+    r"(?i)\b(?:my|our)\s+(?!(?:full |first |last |nick)?name\b|age\b)[a-z]"
+    r"|我(?:的|家|们的?)(?!名字|全名|小名|英文名|网名|昵称|年龄|岁数)[\u4e00-\u9fff]"
+)
 # A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
 _MEASURE = re.compile(
     r"(?i)\d\s*(?:cm|mm|m|kg|kgs|lbs?|ft|in)\b|\b(?:centimet|met(?:er|re)|kilo|pound|feet|foot"
@@ -538,6 +544,8 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
         return f"family.{who}.{slug}" if who else f"people.{slug}"
     if reading.family in ("name", "age") and (of := relation_in(goes_on_from)):
         return f"family.{of}.{slug}"
+    if reading.family in ("name", "age") and _POSSESSED.search(clause):
+        return f"family.{who}.{slug}" if who else f"people.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
     if reading.kind == "recurring_date":

@@ -31,3 +31,18 @@ def test_an_age_said_after_a_relative_is_the_relatives(text: str, relative: str)
 def test_an_age_said_after_the_users_own_name_is_the_users() -> None:
     subjects = [m.subject for m in extract_rules("我叫小王，今年28岁", NOW).memories]
     assert "profile.age" in subjects, subjects
+
+
+@pytest.mark.parametrize(
+    "text", ["我的钢琴老师叫陈静", "my landlord is called Gerald", "我们组长叫老周"]
+)
+def test_the_name_of_someone_the_user_knows_is_not_the_users(text: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert subjects, text
+    assert "profile.name" not in subjects, subjects
+
+
+@pytest.mark.parametrize("text", ["我的名字叫小王", "My name is Lena", "我的英文名叫Jack"])
+def test_the_users_own_name_is_still_the_users(text: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.name" in subjects, subjects
