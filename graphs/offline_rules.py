@@ -521,6 +521,10 @@ _POSSESSED = re.compile(
     r"(?i)\b(?:my|our)\s+(?!(?:full |first |last |nick)?name\b|age\b)[a-z]"
     r"|我(?:的|家|们的?)(?!名字|全名|小名|英文名|网名|昵称|年龄|岁数)[\u4e00-\u9fff]"
 )
+# News of someone else ("my trainer switched jobs, he is at Equinox now"): a person spoken
+# of, and no word for the user as a subject. It changes no value the user has one of.
+_SOMEONE_ELSE = re.compile(r"(?i)\b(?:he|she|him|his|her|hers)\b|[他她]")
+_THE_USER = re.compile(r"(?i)\b(?:i|i'm|im|i've|ive|i'll|me|we|we're|we've|us)\b|我(?![的们家])")
 # A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
 _MEASURE = re.compile(
     r"(?i)\d\s*(?:cm|mm|m|kg|kgs|lbs?|ft|in)\b|\b(?:centimet|met(?:er|re)|kilo|pound|feet|foot"
@@ -562,6 +566,8 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
     if reading.family in ("age", "name"):
         return FAMILY_PREFIX[reading.family]
     if reading.intent == "update" and reading.family in UPDATE_SUBJECT:
+        if _SOMEONE_ELSE.search(clause) and not _THE_USER.search(clause):
+            return f"people.{slug}"
         return UPDATE_SUBJECT[reading.family]  # the family's slot: it replaces the old value
     if reading.family == "home":
         return f"home.{slug}"

@@ -46,3 +46,16 @@ def test_the_name_of_someone_the_user_knows_is_not_the_users(text: str) -> None:
 def test_the_users_own_name_is_still_the_users(text: str) -> None:
     subjects = [m.subject for m in extract_rules(text, NOW).memories]
     assert "profile.name" in subjects, subjects
+
+
+def test_news_of_someone_else_changes_no_value_of_the_users() -> None:
+    out = extract_rules("my coach changed gyms, she's at Ironworks now", NOW)
+    subjects = [m.subject for m in out.memories]
+    assert subjects, subjects
+    assert not [s for s in subjects if s in ("work.company", "profile.city")], subjects
+
+
+def test_the_users_own_news_still_takes_the_slot() -> None:
+    said = "I told my manager, she was fine with it, I start at Fabrikam on Monday"
+    out = extract_rules(said, NOW)
+    assert "work.company" in [m.subject for m in out.memories]
