@@ -432,16 +432,18 @@ def _bound(clauses: list[str]) -> list[str]:
 
 
 def _event(
-    clause: str, now: datetime, *, past: bool = False, moved: bool = False
+    clause: str, now: datetime, *, past: bool = False, moved: bool = False, said: bool = False
 ) -> CandidateMemory | None:
     """Return a dated event: a plan (`past` False) or, with `past`, what already happened.
 
     A plan or a past event needs its speaker ("we launch on Friday"), unless it moves one
     (`moved`, the model reads an update): "上线改到下周五了" moves the launch the user
-    spoke of.
+    spoke of. A Chinese clause may leave its speaker out ("周五得去趟银行"): `said`, the
+    model reads it as the user's own statement or plan, stands for the speaker there.
     """
     mention = find_date(clause, now, lean=statement_lean(clause))
-    if mention is None or not (moved or _PLAN.search(clause)):
+    speaker = _PLAN.search(clause) or (said and has_cjk(clause))
+    if mention is None or not (moved or speaker):
         return None
     days = (mention.end - mention.day).days if mention.end else 0
     if past != ((mention.end or mention.day) < now.date()):
@@ -477,10 +479,14 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     dated = find_date(clause, now) is not None
     # A birthday recurs: a yearly fact, never an expiring event; a routine names a date but
     # is no one-off event either (the model says which).
+    # The user's own statement or plan; a question the model is unsure of asks nothing.
+    said = reading.intent in (*_STATES, "plan") or (
+        reading.intent == "question" and reading.confidence < QUESTION_CONFIDENCE
+    )
     if dated:
         cand = recurring_fact(clause)
         if cand is None and reading.kind not in ("habit", "recurring_date"):
-            cand = _event(clause, now, moved=reading.intent == "update")
+            cand = _event(clause, now, moved=reading.intent == "update", said=said)
     if cand is None:
         cand = _negation(clause)
     if cand is None:
@@ -493,7 +499,7 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     if cand is None and dated and reading.kind not in ("habit", "recurring_date"):
         # History, when no typed rule read the clause; a correction of one needs no speaker
         # ("the lease actually ends June 12" corrects the day of the lease the user spoke of).
-        cand = _event(clause, now, past=True, moved=reading.intent == "update")
+        cand = _event(clause, now, past=True, moved=reading.intent == "update", said=said)
     if cand is not None and isinstance(cand.value, str) and not normalize_text(cand.value):
         return None  # the pattern matched, but the value it names is empty
     return cand
