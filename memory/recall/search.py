@@ -39,8 +39,9 @@ ASKED_WITH = {"diet": ("health",)}
 does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
 user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
 NEARER = 0.05
-"""How far below the best match a meal's limit nearest to nothing is lifted: they are
-ordered by their nearness to the question (`Recall._family_matches`)."""
+"""How far above the best match a meal's limit nearest to what was asked is lifted (one
+nearest to nothing: level with it); they are ordered by their nearness to the question
+(`Recall._family_matches`)."""
 IMMINENT = timedelta(days=14)
 SAID_WITH = 4
 """At most this many raw statements (or memories) of its message come with a clause kept in
@@ -319,11 +320,12 @@ class Recall:
                 if slot_of(snap.records[i].subject):
                     return best
                 # A meal is the user's limits all together (`_family_matches`): each is lifted
-                # level with the best match too, nearest to what was asked first, so an
+                # to the best match or just above it, nearest to what was asked first, so an
                 # allergy comes before a pill ("晚饭吃什么？" is no closer to "芒果我碰不了"
-                # than to any other remark, in the encoder's eyes).
+                # than to any other remark, in the encoder's eyes), and a remark the encoder
+                # finds near a meal (an anniversary dinner) no longer comes between them.
                 if near.get(i) is not None:
-                    return best - NEARER * (1.0 - (near[i] or 0.0))
+                    return best + NEARER * (near[i] or 0.0)
                 return floor
 
             have = {i for i, _ in dense}

@@ -96,3 +96,25 @@ def test_the_slot_answers_even_when_nothing_reaches_the_floor(service: MemorySer
     service.save("u", Extraction(memories=memories), source)
     got = [h.record.content for h in service.search("u", "Who am I employed by these days?", 5)]
     assert employer in got, got
+
+
+def test_a_meal_brings_the_users_limits_before_remarks_only_the_encoder_finds_near(
+    service: MemoryService,
+) -> None:
+    # The limits of a meal come first: remarks about restaurants and food share no word
+    # with the question but sit near it for the encoder; a nut allergy (filed under health)
+    # sits far from it.
+    source = Source(thread_id="t", said_at=T0)
+    limits = [
+        ("health.nut_allergy", "User said: I'm allergic to walnuts, my lips swell up."),
+        ("diet.no_fennel", "User said: I really dislike fennel."),
+    ]
+    near = [
+        ("dates.anniversary.wedding", "User said: we celebrated our anniversary at a bistro."),
+        ("work.shift", "User said: the night shift gets a free meal on Fridays."),
+        ("likes.baking", "User said: I bake sourdough every weekend."),
+    ]
+    memories = [CandidateMemory(kind="fact", subject=s, content=c) for s, c in limits + near]
+    service.save("u", Extraction(memories=memories), source)
+    got = [h.record.content for h in service.search("u", "Any supper ideas?", 5)]
+    assert {c for _, c in limits} == set(got[:2]), got
