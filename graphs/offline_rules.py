@@ -34,7 +34,6 @@ from memory.text.corrections import Correction, correction, says_value
 from memory.text.statements import continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
-    QUESTION_CONFIDENCE,
     RECORD_KIND,
     UPDATE_SUBJECT,
     Reading,
@@ -477,12 +476,10 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
     cand = None
     dated = find_date(clause, now) is not None
+    # The user's own statement or plan (a question the model is unsure of asks nothing).
+    said = reading.intent not in ("chitchat", "forget") and not reading.asks
     # A birthday recurs: a yearly fact, never an expiring event; a routine names a date but
     # is no one-off event either (the model says which).
-    # The user's own statement or plan; a question the model is unsure of asks nothing.
-    said = reading.intent in (*_STATES, "plan") or (
-        reading.intent == "question" and reading.confidence < QUESTION_CONFIDENCE
-    )
     if dated:
         cand = recurring_fact(clause)
         if cand is None and reading.kind not in ("habit", "recurring_date"):
@@ -549,13 +546,16 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
     """
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
     who = relation_in(clause)
-    if reading.family in ("name", "age") and _THIRD_PERSON.search(clause):
-        who = who or relation_in(context)
-        return f"family.{who}.{slug}" if who else f"people.{slug}"
-    if reading.family in ("name", "age") and (of := relation_in(goes_on_from)):
-        return f"family.{of}.{slug}"
-    if reading.family in ("name", "age") and _POSSESSED.search(clause):
-        return f"family.{who}.{slug}" if who else f"people.{slug}"
+    if reading.family in ("name", "age"):
+        # Whose name or age: a third person's, the relative's the clause goes on from, or
+        # that of someone the user speaks of; else the user's own (below).
+        if _THIRD_PERSON.search(clause):
+            who = who or relation_in(context)
+            return f"family.{who}.{slug}" if who else f"people.{slug}"
+        if of := relation_in(goes_on_from):
+            return f"family.{of}.{slug}"
+        if _POSSESSED.search(clause):
+            return f"family.{who}.{slug}" if who else f"people.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
     if reading.kind == "recurring_date":
@@ -812,8 +812,7 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             out.forget.extend(asked)
             asking = True
             continue
-        asks = reading.intent == "question" and reading.confidence >= QUESTION_CONFIDENCE
-        if asks or reading.intent == "forget" or asks_by_form(sentence):
+        if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
         if _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
             continue

@@ -29,7 +29,7 @@ from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn
 from memory.summary import ThreadSummary
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
-from memory.understanding import QUESTION_CONFIDENCE, read_utterances
+from memory.understanding import read_utterances
 
 LATEST_STATEMENTS = 6
 """How many of the user's earlier statements "forget that" may reach back to."""
@@ -368,10 +368,7 @@ def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> li
         st
         for st, r in zip(kept, readings, strict=True)
         if st.id in stated
-        or not (
-            (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
-            or (r.intent == "question" and r.confidence >= QUESTION_CONFIDENCE)
-        )
+        or not ((r.intent == "chitchat" and r.confidence >= SMALL_TALK) or r.asks)
     ]
 
 

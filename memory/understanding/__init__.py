@@ -146,6 +146,11 @@ class Reading:
     families: tuple[float, ...] = ()
     """The probability of each family (`family` is the likeliest), in the model's label order."""
 
+    @property
+    def asks(self) -> bool:
+        """Return True if the model is sure enough the utterance asks (`QUESTION_CONFIDENCE`)."""
+        return self.intent == "question" and self.confidence >= QUESTION_CONFIDENCE
+
 
 _CACHE: dict[str, Reading] = {}
 _CACHE_LIMIT = 8192
