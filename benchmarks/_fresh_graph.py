@@ -37,6 +37,7 @@ FRESH_SETS = {
     "fresh6": DATA / "understanding_fresh6.json",
     "fresh7": DATA / "understanding_fresh7.json",
     "fresh8": DATA / "understanding_fresh8.json",
+    "fresh9": DATA / "understanding_fresh9.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second

@@ -30,7 +30,7 @@ from memory.extraction import (
 from memory.store.records import normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, split_sentences
-from memory.text.corrections import Correction, correction, says_value
+from memory.text.corrections import Correction, correction, says_value, with_new_value
 from memory.text.statements import continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -771,10 +771,16 @@ def _corrected(
     old = _said_by(fix, known) or _meant_by(sentence, reading, known)
     if old is None:
         return _updates(cand, known) if cand is not None else None
+    was = next((content for rid, _, content in known if rid == old[0]), "")
+    fixed = with_new_value(was, fix) if cand is None or not cand.value else None
+    if fixed is not None and cand is not None and cand.kind != "event":
+        # Kept in the user's words, the memory says what it said with the new value ("My
+        # manager's name is Darren"), not "oops I meant Darren, not Derek, long day".
+        cand = cand.model_copy(update={"content": fixed})
     if cand is None:
         zh = has_cjk(sentence)
         said = trim_phrase(sentence)
-        content = f"用户说：{said}。" if zh else f"User said: {said}."
+        content = fixed or (f"用户说：{said}。" if zh else f"User said: {said}.")
         cand = _cand(RECORD_KIND.get(reading.kind, "fact"), old[1], content, None, 0.8)
     return cand.model_copy(update={"updates": old[0], "subject": old[1]})
 

@@ -26,6 +26,7 @@ from memory.text.asking import (
 )
 from memory.text.asking import is_filler as _is_filler
 from memory.text.language import has_han
+from memory.text.statements import split_text
 from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
 from memory.understanding.model import load_model
 
@@ -414,8 +415,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     if reading.target == "that":
         return [ForgetRequest(query=that)]
     if found is None:
-        words = _REQUEST_WORDS.sub(" ", sentence)
-        found = ForgetRequest(query=" ".join(trim_phrase(words).split()) or that)
+        found = ForgetRequest(query=_topic_words(sentence) or that)
     query = _ZH_ADDRESSEE.sub("", found.query) or found.query
     subject = found.subject
     if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
@@ -424,6 +424,22 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         who = relation_in(sentence)  # "my husband" is all that is filed about him
         subject = f"{FAMILY_PREFIX['family']}.{who}" if who else None
     return [ForgetRequest(query=query, subject=subject)]
+
+
+def _topic_words(sentence: str) -> str:
+    """Return the words a forget request names its topic by, without its request words.
+
+    Of a sentence of several clauses only those the model reads as about a subject count:
+    "我吃药那个事儿你别存着了，挺隐私的" names 吃药, not why it is private.
+    """
+    clauses = split_text(sentence)
+    if len(clauses) > 1:
+        about = [
+            c for c, r in zip(clauses, read_utterances(clauses), strict=True) if r.family != "none"
+        ]
+        clauses = about or clauses
+    words = _REQUEST_WORDS.sub(" ", " ".join(clauses))
+    return " ".join(trim_phrase(words).split())
 
 
 _RELATION = re.compile(
@@ -452,16 +468,21 @@ _ZH_ADDRESSEE = re.compile(r"(?:你|您)(?:就|都)?$")
 
 # The words of a forget request that name no content, cut before its words are matched.
 _REQUEST_WORDS = re.compile(
-    r"(?i)\b(?:actually|please|pls|oops|hmm|wait|just|can you|could you|would you|you|i'd"
+    # "what" names a topic ("what I drive") unless it is what was told ("what I told you").
+    r"(?i)\b(?:what (?:i|you) (?:just )?(?:told|said|mentioned|know|have|remember)\w*"
+    r"|(?:hang|hold) on ?to|actually|please|pls|oops|hmm|wait|just|can you|could you"
+    r"|would you|you|i'd"
     r"|rather|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
     r"|drop|wipe|scrub|clear|leave|out of|your|memory|memories|notes|file|keep|keeping|store"
-    r"|storing|save|saving|remember|remembering|know|what|told|said|about|the|bit|part|thing"
-    r"|stuff|info|anything|everything|on|from|of|any|anymore|more"
+    r"|storing|save|saving|remember|remembering|know|told|said|about|the|bit|part|thing"
+    r"|stuff|info|anything|everything|on|from|of|any|anymore|more|and|also|too|either|it"
+    r"|that|this|details?|pls|plz"
     # How a request is asked or softened: "would you mind forgetting whatever …, okay?"
     r"|forgetting|deleting|removing|erasing|dropping|wiping|clearing|mind|whatever|let's"
     r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
     r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
-    r"|请|麻烦|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存|保存|留着|留|删掉|删除|删了|删"
+    r"|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
+    r"|删了|删|还有|也|那个|这个|事儿"
     r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
     r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|[…。，,？?！!]"
 )

@@ -9,6 +9,7 @@ Specs: `local` (the bundled multilingual USE, the default), `local-e5` (multilin
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import OrderedDict
 from typing import Any, Protocol
@@ -30,8 +31,16 @@ Chinese text at up to two tokens a character."""
 
 
 def truncate(texts: list[str], limit: int) -> list[str]:
-    """Return the texts cut to at most `limit` characters each (the start is kept)."""
-    return [t if len(t) <= limit else t[:limit] for t in texts]
+    """Return the texts cut to at most `limit` characters each (the start is kept).
+
+    A lone surrogate (undecodable input let through by a caller) becomes U+FFFD: the
+    encoders' tokenizers encode to UTF-8 and would raise on it.
+    """
+    cut = [t if len(t) <= limit else t[:limit] for t in texts]
+    return [t.encode("utf-8", "replace").decode("utf-8") if _LONE.search(t) else t for t in cut]
+
+
+_LONE = re.compile("[\ud800-\udfff]")
 
 
 class Embedder(Protocol):

@@ -1,9 +1,9 @@
 """What a turn, a forget, an import or a turn archive writes: reconciled record changes.
 
 `MemoryWriter` decides the changes (screened for sensitive data, reconciled with what is
-known, refused where the access policy says so, carried over to the copies of a record)
-and hands them to `memory.index.write_through.WriteThrough`, which writes them. Its callers hold the
-user's write lock (`memory.store.locks`): each method here reads, decides, then writes.
+known, refused where the access policy says so, carried over to the copies of a record) and
+hands them to `memory.index.write_through.WriteThrough`, which writes them. Its callers hold
+the user's write lock (`memory.store.locks`): each method here reads, decides, then writes.
 """
 
 from __future__ import annotations
@@ -58,9 +58,8 @@ TURN_CHARS = 2000
 """Longest raw turn (and context of one) that `archive_turns` keeps."""
 MAX_TIME = datetime.max.replace(tzinfo=UTC)
 MAX_IMPORT_CONTENT_CHARS = 20_000
-"""Longest `content` an imported row may have. What the agent writes is far shorter
-(raw turns are cut to `TURN_CHARS`, other memories to 500) and embedding reads only a
-text's start, but a multi-megabyte row would still stall cleaning and indexing."""
+"""Longest `content` an imported row may have. What the agent writes is far shorter (raw
+turns: `TURN_CHARS`, others 500); a multi-megabyte row would stall cleaning and indexing."""
 
 
 def _text(value: Any) -> str:
@@ -197,7 +196,10 @@ class MemoryWriter:
             step += self.cascade(user_id, step, now)
             self.write_through.write(user_id, step)
             changes.extend(step)
-        for req in extraction.forget:
+        named = [not is_deictic(r.query.strip(" .。!！")) for r in extraction.forget]
+        for n, req in enumerate(extraction.forget):
+            if not named[n] and any(named[:n]):
+                continue  # "… my pet? I'd rather you didn't keep that": the request again
             records = self.reader.scan(user_id, include_inactive=True)
             targets = forget_targets(req, records, latest, context)
             # A topic ("forget about Kyoto") reaches every statement that names what the
@@ -205,7 +207,7 @@ class MemoryWriter:
             # statements that say it, not every one that names Beijing.
             topic = not is_clause(req.query)
             phrases = [said_phrase(r, topic) for r in targets if not is_raw_turn(r)]
-            if not is_deictic(req.query.strip(" .。!！")):
+            if named[n]:
                 phrases.append(forget_phrase(req)[0])
             # Raw turns that say it in so many words, though no extracted record links them.
             targets += [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from memory.text.language import EMOJI, HAN, HAN_CHAR
+from memory.text.language import EMOJI, HAN, HAN_CHAR, NOT_AN_END
 
 # An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
 # "can Anna"); followed by anything else it opens a statement ("Will is my brother", "Do
@@ -126,8 +126,9 @@ _EMOJI_END = f"(?<=[{EMOJI}])\\s*(?=\\w)"
 def split_sentences(text: str) -> list[str]:
     """Return the sentences of a message, in order."""
     # A full stop inside a word ("bob@example.com", "3.11") does not end a sentence; an
-    # emoji followed by more words does, as a full stop would (`_EMOJI_END`).
-    parts = re.split(rf"(?<=[!?。！？；;\n])\s*|(?<=\.)(?:\s+|$)|{_EMOJI_END}", text)
+    # emoji followed by more words does, as a full stop would (`_EMOJI_END`); an
+    # abbreviation's does not ("St. Vincent's").
+    parts = re.split(rf"(?<=[!?。！？；;\n])\s*|(?<=\.){NOT_AN_END}(?:\s+|$)|{_EMOJI_END}", text)
     return [p.strip() for p in parts if p.strip()]
 
 

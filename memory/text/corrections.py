@@ -17,8 +17,12 @@ from memory.text.phrases import phrase_of, states
 _VALUE_EN = r"(?P<old>(?:the\s+)?[\w.:/'-]+(?:\s+[\w.:/'-]+){0,2}?)"
 _VALUE_ZH = r"(?P<old>[^，,。.!！?？\s]{1,10}?)"
 _FORMS: tuple[re.Pattern[str], ...] = (
-    # "I'm 175 cm, not 172." / "It's at 4pm, not 2pm" / "Lyon and not Lille"
-    re.compile(rf"(?i)^(?P<new>.+?)(?:\s*,\s*|\s+and\s+|\s+but\s+)not\s+{_VALUE_EN}[\s.!]*$"),
+    # "I'm 175 cm, not 172." / "It's at 4pm, not 2pm" / "Lyon and not Lille" / "I meant
+    # Darren, not Derek, long day" (a remark may follow the old value)
+    re.compile(
+        rf"(?i)^(?P<new>.+?)(?:\s*,\s*|\s+and\s+|\s+but\s+)not\s+{_VALUE_EN}"
+        r"(?:\s*[,;—–]\s*[^,;]{0,40}|\s*[^\w\s,;]{1,6})?[\s.!]*$"
+    ),
     # "Not Tuesday, Thursday." / "It's not 40, it's 55."
     re.compile(
         rf"(?i)^(?:(?:no|sorry|oops|actually|wait)[,\s]+)*(?:it'?s\s+|it\s+is\s+)?not\s+"
@@ -65,6 +69,49 @@ def correction(sentence: str) -> Correction | None:
         if old and new and old.casefold() not in new.casefold():
             return Correction(new=new, old=old)
     return None
+
+
+_NUMBER = r"\d+(?:\.\d+)?"
+
+
+def _value_pattern(value: str) -> str:
+    """Return the pattern of a value as a whole: a number as a number, a word as a word."""
+    if re.fullmatch(_NUMBER, value):
+        return rf"(?<![\d.]){re.escape(value)}(?![\d])"
+    if re.search(r"[\u3400-\u9fff]", value):
+        return re.escape(value)
+    return rf"(?i)(?<!\w){re.escape(value)}(?!\w)"
+
+
+def new_value(fix: Correction) -> str:
+    """Return the words of a correction that take the old value's place.
+
+    They are shaped as the old value is: a number for a number ("I'm 175 cm, not 172" →
+    175), else as many words from the end of what is stated ("I meant Darren, not Derek" →
+    Darren), or characters in Chinese ("孩子是三个不是两个" → 三个).
+    """
+    old_numbers = re.findall(_NUMBER, fix.old)
+    new_numbers = re.findall(_NUMBER, fix.new)
+    if len(old_numbers) == 1 and new_numbers:
+        return str(new_numbers[-1])
+    if re.search(r"[\u3400-\u9fff]", fix.old):
+        return fix.new[-len(fix.old) :]
+    return " ".join(fix.new.split()[-len(fix.old.split()) :])
+
+
+def with_new_value(text: str, fix: Correction) -> str | None:
+    """Return `text` with a correction's old value replaced by the new, or None.
+
+    None unless the old value is said exactly once ("My manager's name is Derek" →
+    "… is Darren"); a number is replaced as a number ("2pm" → "4pm").
+    """
+    old = fix.old
+    if len(re.findall(_NUMBER, old)) == 1 and re.findall(_NUMBER, fix.new):
+        old = re.findall(_NUMBER, old)[0]
+    pattern = _value_pattern(old)
+    if len(re.findall(pattern, text)) != 1:
+        return None
+    return re.sub(pattern, lambda _: new_value(fix), text)
 
 
 def says_value(text: str, value: str) -> bool:

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 
 from memory.store.records import UserId, stable_id
-from memory.text.language import HAN
+from memory.text.language import HAN, NOT_AN_END
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
+_SENTENCE_END = re.compile(rf"(?<=[.!?]){NOT_AN_END}\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
 # A Chinese comma separates clauses; an enumeration comma (、) does not. A marker that
 # replaced a value ("[redacted card]") ends a clause as the value did, and one that replaced
 # a forgotten statement ("［已按用户要求忘记］", `memory.turn.FORGOTTEN_TEXT`) starts one as

@@ -35,7 +35,7 @@ def ngram_counts(text: str) -> dict[int, float]:
     grams += [f"w:{w}" for w in _WORD.findall(folded)]
     counts: dict[int, float] = {}
     for gram in grams:
-        bucket = zlib.crc32(gram.encode("utf-8")) % NGRAM_DIM
+        bucket = zlib.crc32(gram.encode("utf-8", "surrogatepass")) % NGRAM_DIM
         counts[bucket] = counts.get(bucket, 0.0) + 1.0
     return {k: float(np.log1p(v)) for k, v in counts.items()}
 

@@ -109,6 +109,26 @@ TOPIC = [
         gone=("Tom",),
         kept=("tomatoes", "Tomtom"),
     ),
+    # A "that" after a request in the same message is the request said again: the statement
+    # before the message (the diet) stays.
+    Case(
+        "topic-en-that-said-again",
+        (
+            "I live in Lyon.",
+            "I'm vegetarian.",
+            "Forget where I live. I'd rather you didn't keep that.",
+        ),
+        "Any plans you'd suggest for my weekend?",
+        gone=("Lyon",),
+        kept=("vegetarian",),
+    ),
+    Case(
+        "topic-zh-that-said-again",
+        ("我住在苏州。", "我不吃香菜。", "我住哪儿你就别记了。这个你就别留着了。"),
+        "周末有什么安排建议？",
+        gone=("苏州",),
+        kept=("香菜",),
+    ),
     Case(
         "topic-en-city",
         ("I live in Berlin.", "I work at Acme.", "I love jazz.", "Forget where I live, please."),

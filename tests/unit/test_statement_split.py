@@ -51,3 +51,19 @@ def test_redacting_and_cutting_keep_the_split(
             assert after.rstrip("。.") == FORGOTTEN_TEXT[zh], (before, after)
         else:
             assert after == redact(before), (before, after)
+
+
+def test_an_abbreviations_full_stop_ends_no_statement() -> None:
+    from memory.text.asking import split_sentences
+
+    said = "I'm a nurse at St. Luke's, nights mostly. My GP is Dr. Okafor. I live in Hull."
+    assert split_text(said) == [
+        "I'm a nurse at St. Luke's, nights mostly.",
+        "My GP is Dr. Okafor.",
+        "I live in Hull.",
+    ]
+    assert split_sentences(said) == split_text(said)
+    assert split_text("I love Mr. Bean. I hate Mrs. Doubtfire.") == [
+        "I love Mr. Bean.",
+        "I hate Mrs. Doubtfire.",
+    ]

@@ -23,7 +23,7 @@ from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
 from memory.extraction import forget_requests
 from memory.service import MemoryService
-from memory.text.corrections import correction, says_value
+from memory.text.corrections import correction, says_value, with_new_value
 
 T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)  # a Monday
 
@@ -40,6 +40,7 @@ T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)  # a Monday
         ("我儿子是九岁，不是八岁。", "我儿子是九岁", "八岁"),
         ("我每周游泳三次，刚才说的两次不对。", "我每周游泳三次", "两次"),
         ("女儿是高二不是高一。", "女儿是高二", "高一"),
+        ("ugh I meant Ingrid, not Inga, typing too fast", "ugh I meant Ingrid", "Inga"),
     ],
 )
 def test_a_correction_names_the_value_it_replaces(text: str, new: str, old: str) -> None:
@@ -173,3 +174,28 @@ async def test_a_third_persons_name_leaves_the_users_own(index: Any) -> None:
     kept = MemoryService(store, index).list("u")
     names = [r.content for r in kept if r.subject == "profile.name"]
     assert names == ["User's name is Oliver."], names
+
+
+@pytest.mark.parametrize(
+    ("kept", "said", "now"),
+    [
+        ("User said: My landlord is called Pavel.", "sorry I meant Piotr, not Pavel 🙈",
+         "User said: My landlord is called Piotr."),
+        ("User said: the standup is at 9am daily.", "It's at 10am, not 9am.",
+         "User said: the standup is at 10am daily."),
+        ("用户说：我们组长叫刘洋。", "组长叫刘阳，不是刘洋", "用户说：我们组长叫刘阳。"),
+    ],
+)  # fmt: skip
+def test_a_correction_of_words_kept_as_said_keeps_them_with_the_new_value(
+    kept: str, said: str, now: str
+) -> None:
+    fix = correction(said)
+    assert fix is not None and with_new_value(kept, fix) == now
+    (got,) = extract_rules(said, T0, [("r-1", "people.x", kept)]).memories
+    assert (got.updates, got.content) == ("r-1", now)
+
+
+def test_an_old_value_said_twice_is_not_replaced() -> None:
+    fix = correction("I meant Tom, not Tim.")
+    assert fix is not None
+    assert with_new_value("User said: Tim and Tim's wife visit on Sundays.", fix) is None
