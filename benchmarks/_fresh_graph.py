@@ -38,6 +38,7 @@ FRESH_SETS = {
     "fresh7": DATA / "understanding_fresh7.json",
     "fresh8": DATA / "understanding_fresh8.json",
     "fresh9": DATA / "understanding_fresh9.json",
+    "fresh10": DATA / "understanding_fresh10.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second

@@ -471,8 +471,24 @@ def _undated(clause: str, now: datetime) -> str:
     return clause[len(mention.text) :].lstrip(" ,，、") or clause
 
 
+# A weekday said as what recurs ("Thursday nights are curling league", "Sundays I run", "每
+# 逢周五"): a routine, though the model may read the weekday as one day ahead.
+_RECURRING_DAY = re.compile(
+    r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+(?:nights|mornings|evenings"
+    r"|afternoons)\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|每逢周|每个?(?:周|星期|礼拜)"
+)
+
+
+def _routine_by_form(clause: str, reading: Reading) -> Reading:
+    """Return the reading of a clause, a routine where its weekday is said as recurring."""
+    if reading.kind == "event" and _RECURRING_DAY.search(clause):
+        return replace(reading, kind="habit")
+    return reading
+
+
 def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory | None:
     """Return what a pattern pulls out of one clause (a value span), if one matches."""
+    reading = _routine_by_form(clause, reading)
     rules = _ZH_RULES if has_cjk(clause) else _EN_RULES
     cand = None
     dated = find_date(clause, now) is not None
@@ -584,6 +600,7 @@ def _from_reading(
     clause: str, reading: Reading, now: datetime, context: str = "", goes_on_from: str = ""
 ) -> CandidateMemory | None:
     """Return a statement no pattern knew, typed as the model reads it, said in its own words."""
+    reading = _routine_by_form(clause, reading)
     if len(normalize_text(clause)) < _MIN_STATEMENT_CHARS or reading.kind == "event":
         return None  # a one-off without a future day is history: dates decide events
     if reading.family not in FAMILY_PREFIX and reading.kind not in ("habit", "recurring_date"):
@@ -609,7 +626,10 @@ def _statements(
     sentence: str, reading: Reading, now: datetime, *, typed: bool = True, context: str = ""
 ) -> list[CandidateMemory]:
     """Return the candidates of one sentence: what patterns find, and (`typed`) the rest."""
-    clauses = _bound(_clauses(sentence))
+    # A tentative clause states nothing ("我下个月可能要去上海出差"); the firm one said with
+    # it still does ("，我住在杭州"), and the sentence is no longer one update or correction.
+    clauses = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+    firm = len(clauses) == len(_bound(_clauses(sentence)))
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
@@ -620,7 +640,7 @@ def _statements(
     slot_news = reading.family in UPDATE_SUBJECT and not any(
         cand is not None and slot_of(cand.subject) is not None for cand in found
     )
-    if reading.intent == "update" and (slot_news or all(cand is None for cand in found)):
+    if firm and reading.intent == "update" and (slot_news or not any(found)):
         whole = _from_reading(sentence, reading, now, context)
         return [whole] if whole is not None else []
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
@@ -820,18 +840,21 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             continue
         if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
-        if _HYPOTHETICAL.search(sentence) or _TENTATIVE.search(sentence):
+        if _HYPOTHETICAL.search(sentence) or all(
+            _TENTATIVE.search(c) for c in _clauses(sentence) or [sentence]
+        ):
             continue
         # A plan or a remark may still state what a pattern knows ("我们用Go写后端", "Call me
         # Alex."); only what the model reads as a statement is kept in its own words.
         # After a forget request, what follows says why ("Feels a bit too personal."): a
         # value a pattern knows is still kept ("I live in Oslo now."), the rest is no memory.
         # News of a routine is one statement in the user's words, filed over the routine.
-        news = bool(known) and _news(sentence, reading, known)
+        firm = not _TENTATIVE.search(sentence)  # else only its firm clauses state anything
+        news = firm and bool(known) and _news(sentence, reading, known)
         if news:
             reading = replace(reading, intent="update")
         typed = reading.intent in _STATES and not asking
-        fix = correction(sentence) if reading.intent in _STATES else None
+        fix = correction(sentence) if firm and reading.intent in _STATES else None
         # Read as a statement, a correction's form counts only if something remembered said
         # the old value ("我每周游泳三次，刚才说的两次不对"); read as an update, always.
         if fix is not None and reading.intent != "update" and not _said_by(fix, known):

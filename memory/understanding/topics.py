@@ -17,6 +17,7 @@ one of is what a request's words name (`one_value_family`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from memory.extraction import ForgetRequest
 from memory.store.records import MemoryRecord, is_raw_turn
+from memory.text.language import HAN
 from memory.text.phrases import phrase_of
 from memory.text.statements import continues, split_text, statement_id
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
@@ -148,7 +150,7 @@ def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> lis
     A record with a value names one thing ("allergic to shellfish", "lives in Hangzhou"):
     only its words reach it, or "my peanut allergy" would take the shellfish one. So a
     statement that holds one is left out, and only what is kept in the user's own words is
-    what other words may mean.
+    what other words may mean (an event's day is no such value).
     """
     raw = {r.id: r for r in records if is_raw_turn(r)}
     typed = [r for r in records if r.kind != "episode"]
@@ -168,7 +170,8 @@ def _statements(records: Sequence[MemoryRecord], *, valued: bool = False) -> lis
         for r in typed
         if not any(s in raw for s in r.source.statement_ids)
     ]
-    return [u for u in out if valued or all(r.value is None for r in u.typed)]
+    # An event's value is its day, not what it is about: it is kept in the user's words.
+    return [u for u in out if valued or all(r.value is None or r.kind == "event" for r in u.typed)]
 
 
 def _families(unit: _Statement) -> set[str]:
@@ -193,16 +196,26 @@ def _message_of(record: MemoryRecord) -> str:
     return f"{record.source.thread_id}\x1f{ids[0]}" if ids else record.id
 
 
+_ASIDE = re.compile(rf"[(（]([^()（）]*?[A-Za-z{HAN}][^()（）]*?)[)）]")
+"""What a bracket holds, when it holds words (not a date or a number)."""
+
+
 def _nearness(words: str, units: Sequence[_Statement]) -> list[float]:
     """Return how near `words` are to each statement, on its records' scale.
 
     A record kept as a whole sentence is as near as it is, or as its nearest statement
     ("I take levothyroxine …" in "Just so you know, I take levothyroxine …"). A raw copy is
     the user's words without the record's frame ("User said: …", "用户说：…"), which the
-    encoder finds nearer to anything: it is weighed `RAW_OFFSET` lower.
+    encoder finds nearer to anything: it is weighed `RAW_OFFSET` lower. An aside in brackets
+    says what a thing is ("Mochi (my cat) knocked my coffee off the desk"): it is weighed
+    on its own too, so "my pet" finds the cat the whole sentence buries.
     """
     pieces = [
-        [(t, 0.0) for r in u.typed for t in dict.fromkeys([r.content, *split_text(r.content)])]
+        [
+            (t, 0.0)
+            for r in u.typed
+            for t in dict.fromkeys([r.content, *split_text(r.content), *_ASIDE.findall(r.content)])
+        ]
         + [(u.text, RAW_OFFSET)]
         for u in units
     ]

@@ -174,3 +174,15 @@ def test_raw_statements_beside_the_records_do_not_loosen_the_floor() -> None:
         assert got in ([], [taken] if taken else []), (words, got)
         if (pool, words, taken) in CALIBRATION:
             assert got == ([taken] if taken else []), (words, got)
+
+
+def test_an_event_is_weighed_by_its_words_and_an_aside_on_its_own() -> None:
+    # An event's value is its day, not what it is about; "(our beagle)" says what Biscuit is.
+    pool = [
+        rec(1, "event.biscuitatemysock", "Biscuit (our beagle) ate my sock at breakfast "
+            "(2026-11-29).", "event", value="2026-11-29"),
+        rec(2, "possessions.ebike", "User said: I commute on an old e-bike."),
+        rec(3, "health.allergy.pollen", "User is allergic to pollen.", value="pollen"),
+    ]  # fmt: skip
+    assert [r.id for r in by_meaning("my dog", pool)] == ["r1"]
+    assert by_meaning("my hay fever", pool) == []  # a value is reached by its words only

@@ -199,3 +199,35 @@ def test_an_old_value_said_twice_is_not_replaced() -> None:
     fix = correction("I meant Tom, not Tim.")
     assert fix is not None
     assert with_new_value("User said: Tim and Tim's wife visit on Sundays.", fix) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Wednesday nights are choir practice.", "Thursday nights are curling league",
+     "Sundays are for the farmers market with my kids."],
+)  # fmt: skip
+def test_a_weekday_said_as_recurring_is_a_routine_not_an_event(text: str) -> None:
+    got = extract_rules(text, T0).memories
+    assert [m.kind for m in got] == ["preference"] and got[0].subject.startswith("habit."), got
+
+
+def test_a_weekday_ahead_is_still_an_event() -> None:
+    (got,) = extract_rules("Next Thursday night I'm seeing a play.", T0).memories
+    assert got.kind == "event"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("我下个月可能要去深圳出差，我住在南京", "南京"),
+        ("I live in Cardiff, and I might get a cat", "Cardiff"),
+    ],
+)
+def test_a_tentative_clause_does_not_take_the_firm_one_said_with_it(text: str, kept: str) -> None:
+    got = extract_rules(text, T0).memories
+    assert [m.subject for m in got] == ["profile.city"] and kept in got[0].content, got
+
+
+@pytest.mark.parametrize("text", ["I might move to Bristol next year.", "我可能会换工作。"])
+def test_a_tentative_statement_alone_is_still_nothing(text: str) -> None:
+    assert extract_rules(text, T0).memories == []
