@@ -393,10 +393,13 @@ _CONJUNCTION = re.compile(
 
 
 # A comma inside a number ("85,000") or between a day and its year ("March 2, 1990") is part
-# of an exact format, not a clause break.
+# of an exact format, not a clause break. A tentative verb phrase joined by "and" ("she's a
+# potter and will probably take over my table") is a clause of its own: it states nothing,
+# what it is joined to still does (`_TENTATIVE`).
 _CLAUSE_BREAK = re.compile(
     r"(?<!\d)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
-    r"|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)",
+    r"|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)"
+    r"|\s+and\s+(?=(?:will\s+|would\s+)?(?:probably|maybe|perhaps|might)\b)",
     re.I,
 )
 

@@ -231,3 +231,8 @@ def test_a_tentative_clause_does_not_take_the_firm_one_said_with_it(text: str, k
 @pytest.mark.parametrize("text", ["I might move to Bristol next year.", "我可能会换工作。"])
 def test_a_tentative_statement_alone_is_still_nothing(text: str) -> None:
     assert extract_rules(text, T0).memories == []
+
+
+def test_a_tentative_verb_phrase_joined_by_and_is_cut_off_the_firm_one() -> None:
+    got = extract_rules("I work at Initech and will probably quit in spring.", T0).memories
+    assert [(m.subject, m.content) for m in got] == [("work.company", "User works at Initech.")]
