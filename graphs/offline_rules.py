@@ -720,6 +720,8 @@ def _news(sentence: str, reading: Reading, known: Sequence[Known]) -> bool:
     """
     if reading.intent != "remember" or reading.update < NEWS_FLOOR:
         return False
+    if reading.family not in FAMILY_PREFIX:
+        return False  # a remark about nothing the model can name is no news (`pool_of`)
     old = _meant_by(sentence, reading, known)
     if old is None or not is_routine(old[1]):
         return False
