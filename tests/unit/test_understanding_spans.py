@@ -236,3 +236,22 @@ def test_a_tentative_statement_alone_is_still_nothing(text: str) -> None:
 def test_a_tentative_verb_phrase_joined_by_and_is_cut_off_the_firm_one() -> None:
     got = extract_rules("I work at Initech and will probably quit in spring.", T0).memories
     assert [(m.subject, m.content) for m in got] == [("work.company", "User works at Initech.")]
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("我健身卡那个事儿你别存着了，挺私人的", "我健身卡"),
+        ("Please don't hang on to the details about what I cook either", "what I cook"),
+        ("请把我体检那个事儿删了吧，挺私人的", "我体检"),
+    ],
+)
+def test_a_forget_requests_topic_is_its_words_about_a_subject(text: str, query: str) -> None:
+    from memory.extraction import forget_requests
+
+    # Not the reason said with it (挺私人的), nor the words that only carry the request.
+    assert [r.query for r in forget_requests(text)] == [query]
+
+
+def test_a_lone_surrogate_is_read_not_raised() -> None:
+    assert extract_rules("I live in \ud800 Berlin.", T0).forget == []
