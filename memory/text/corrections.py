@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory.text.language import has_han
 from memory.text.phrases import phrase_of, states
 
 _VALUE_EN = r"(?P<old>(?:the\s+)?[\w.:/'-]+(?:\s+[\w.:/'-]+){0,2}?)"
@@ -74,13 +75,9 @@ def correction(sentence: str) -> Correction | None:
 _NUMBER = r"\d+(?:\.\d+)?"
 
 
-def _value_pattern(value: str) -> str:
-    """Return the pattern of a value as a whole: a number as a number, a word as a word."""
-    if re.fullmatch(_NUMBER, value):
-        return rf"(?<![\d.]){re.escape(value)}(?![\d])"
-    if re.search(r"[\u3400-\u9fff]", value):
-        return re.escape(value)
-    return rf"(?i)(?<!\w){re.escape(value)}(?!\w)"
+def _as_number(value: str) -> str:
+    """Return a number's pattern as a whole number ("35" is not in "135")."""
+    return rf"(?<![\d.]){re.escape(value)}(?![\d])"
 
 
 def new_value(fix: Correction) -> str:
@@ -94,7 +91,7 @@ def new_value(fix: Correction) -> str:
     new_numbers = re.findall(_NUMBER, fix.new)
     if len(old_numbers) == 1 and new_numbers:
         return str(new_numbers[-1])
-    if re.search(r"[\u3400-\u9fff]", fix.old):
+    if has_han(fix.old):
         return fix.new[-len(fix.old) :]
     return " ".join(fix.new.split()[-len(fix.old.split()) :])
 
@@ -105,20 +102,24 @@ def with_new_value(text: str, fix: Correction) -> str | None:
     None unless the old value is said exactly once ("My manager's name is Derek" →
     "… is Darren"); a number is replaced as a number ("2pm" → "4pm").
     """
-    old = fix.old
-    if len(re.findall(_NUMBER, old)) == 1 and re.findall(_NUMBER, fix.new):
-        old = re.findall(_NUMBER, old)[0]
-    pattern = _value_pattern(old)
+    numbers = re.findall(_NUMBER, fix.old)
+    if len(numbers) == 1 and re.search(_NUMBER, fix.new):
+        pattern = _as_number(numbers[0])
+    elif has_han(fix.old):
+        pattern = re.escape(fix.old)
+    else:
+        pattern = rf"(?i)(?<!\w){re.escape(fix.old)}(?!\w)"
     if len(re.findall(pattern, text)) != 1:
         return None
-    return re.sub(pattern, lambda _: new_value(fix), text)
+    value = new_value(fix)
+    return re.sub(pattern, lambda _: value, text)
 
 
 def says_value(text: str, value: str) -> bool:
     """Return True if `text` states a correction's old `value` (a number as a number)."""
-    numbers = re.findall(r"\d+(?:\.\d+)?", value)
+    numbers = re.findall(_NUMBER, value)
     if numbers:
-        return all(re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", text) for n in numbers)
-    if re.search(r"[\u3400-\u9fff]", value):
+        return all(re.search(_as_number(n), text) for n in numbers)
+    if has_han(value):
         return value in text
     return states(text, phrase_of(value))
