@@ -631,8 +631,9 @@ def _statements(
     """Return the candidates of one sentence: what patterns find, and (`typed`) the rest."""
     # A tentative clause states nothing ("我下个月可能要去上海出差"); the firm one said with
     # it still does ("，我住在杭州"), and the sentence is no longer one update or correction.
-    clauses = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
-    firm = len(clauses) == len(_bound(_clauses(sentence)))
+    said = _bound(_clauses(sentence))
+    clauses = [c for c in said if not _TENTATIVE.search(c)]
+    firm = len(clauses) == len(said)
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
         return [cand for cand in found if cand is not None]
@@ -754,7 +755,14 @@ def _changes(
     if typed is not None:
         return [c.model_copy(update={"updates": old[0]}) if c is typed else c for c in found]
     zh = has_cjk(sentence)
-    said = trim_phrase(sentence)
+    # What it states is its firm clauses: "瑜伽课改到周四了，我可能也换个馆" moves the class and
+    # keeps no word of the studio it might leave.
+    firm = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+    said = (
+        trim_phrase(sentence)
+        if not _TENTATIVE.search(sentence)
+        else ("，" if zh else ", ").join(firm)
+    )
     content = f"用户说：{said}。" if zh else f"User said: {said}."
     kind = RECORD_KIND.get(reading.kind, "fact")
     return [_cand(kind, old[1], content, None, 0.8).model_copy(update={"updates": old[0]})]

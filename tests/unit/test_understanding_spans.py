@@ -255,3 +255,15 @@ def test_a_forget_requests_topic_is_its_words_about_a_subject(text: str, query: 
 
 def test_a_lone_surrogate_is_read_not_raised() -> None:
     assert extract_rules("I live in \ud800 Berlin.", T0).forget == []
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "dropped"),
+    [("瑜伽课改到周四了，我可能也换个馆", "周四", "换个馆"),
+     ("yoga moved to Thursdays, I might switch studios too", "Thursdays", "studios")],
+)  # fmt: skip
+def test_an_update_keeps_only_its_firm_clauses(text: str, kept: str, dropped: str) -> None:
+    known = [("r1", "habit.yoga", "User said: I do yoga every Tuesday evening."),
+             ("r2", "likes.jazz", "User likes jazz.")]  # fmt: skip
+    (got,) = extract_rules(text, T0, known).memories
+    assert got.updates == "r1" and kept in got.content and dropped not in got.content, got
