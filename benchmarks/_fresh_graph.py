@@ -39,6 +39,7 @@ FRESH_SETS = {
     "fresh8": DATA / "understanding_fresh8.json",
     "fresh9": DATA / "understanding_fresh9.json",
     "fresh10": DATA / "understanding_fresh10.json",
+    "fresh11": DATA / "understanding_fresh11.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -49,7 +50,8 @@ third's misses were worked on (nobody working on them read it); the fifth likewi
 fifth author, while the fourth's misses were worked on; the sixth likewise, by a sixth
 author, while the fifth's misses were worked on; the seventh likewise, by a seventh author,
 while the sixth's misses were worked on; the eighth likewise, by an eighth author, while the
-seventh's misses were worked on."""
+seventh's misses were worked on; the ninth to the eleventh likewise, each by an author of its
+own, while the misses of the one before were worked on."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

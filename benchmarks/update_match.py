@@ -28,6 +28,7 @@ from memory.understanding.topics import pick
 from memory.understanding.updates import (
     UPDATE_FLOOR,
     UPDATE_MARGIN,
+    may_change,
     pool_of,
     update_similarities,
 )
@@ -37,7 +38,11 @@ FLOORS = tuple(round(0.20 + 0.02 * i, 2) for i in range(21))
 MARGINS = tuple(round(0.02 * i, 2) for i in range(8))
 
 
-def weighed(pairs: Sequence[dict[str, Any]]) -> list[tuple[list[int], np.ndarray, int | None]]:
+Weighed = tuple[list[int], np.ndarray, int | None, list[bool]]
+"""A pair's pool, its similarities, the answer, and which of the pool the update may change."""
+
+
+def weighed(pairs: Sequence[dict[str, Any]]) -> list[Weighed]:
     """Return, per pair, the pool its reading allows, the pool's similarities and the answer."""
     readings = read_utterances([p["update"] for p in pairs])
     out = []
@@ -45,17 +50,18 @@ def weighed(pairs: Sequence[dict[str, Any]]) -> list[tuple[list[int], np.ndarray
         records = pair["records"]
         pool = pool_of(reading.family, [subject for subject, _ in records])
         sims = update_similarities(pair["update"], [records[i][1] for i in pool])
-        out.append((pool, sims, pair["changes"]))
+        # A record the update may not change (`may_change`) is never taken, only weighed.
+        allowed = [may_change(pair["update"], *records[i]) for i in pool]
+        out.append((pool, sims, pair["changes"], allowed))
     return out
 
 
-def scored(
-    weights: list[tuple[list[int], np.ndarray, int | None]], floor: float, margin: float
-) -> tuple[int, int, int]:
+def scored(weights: list[Weighed], floor: float, margin: float) -> tuple[int, int, int]:
     """Return (taken right, taken wrong, left though one was changed) at a floor and margin."""
     right = wrong = missed = 0
-    for pool, sims, answer in weights:
+    for pool, sims, answer, allowed in weights:
         at = pick(sims, floor, margin) if pool else None
+        at = at if at is not None and allowed[at] else None
         got = None if at is None else pool[at]
         if got is None:
             missed += answer is not None
@@ -66,7 +72,7 @@ def scored(
     return right, wrong, missed
 
 
-def choose(weights: list[tuple[list[int], np.ndarray, int | None]]) -> tuple[float, float]:
+def choose(weights: list[Weighed]) -> tuple[float, float]:
     """Return the floor and margin with the most right and no wrong: the best plateau's middle."""
     grid = {(f, m): scored(weights, f, m) for f in FLOORS for m in MARGINS}
     best = max(r - 2 * w for r, w, _ in grid.values())
@@ -88,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         right, wrong, missed = scored(weights, UPDATE_FLOOR, UPDATE_MARGIN)
         out[name] = {
             "pairs": len(weights),
-            "changes": sum(a is not None for *_, a in weights),
+            "changes": sum(a is not None for _, _, a, _ in weights),
             "taken_right": right,
             "taken_wrong": wrong,
             "missed": missed,

@@ -25,9 +25,9 @@ from memory.text.asking import (
     without_tag,
 )
 from memory.text.asking import is_filler as _is_filler
-from memory.text.language import has_han
+from memory.text.language import HAN, has_han, language_of
 from memory.text.statements import split_text
-from memory.understanding import FAMILY_PREFIX, read_utterance, read_utterances
+from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
 from memory.understanding.model import load_model
 
 log = logging.getLogger(__name__)
@@ -388,6 +388,35 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     return None
 
 
+_ONE_WORD = re.compile(rf"[{HAN}]{{1,4}}|[A-Za-z][A-Za-z'-]*")
+_ANYTHING = frozenset(
+    ("东西", "什么", "它", "它们", "这些", "那些", "it", "them", "stuff", "things", "anything")
+)
+"""Words that stand for anything (a closed class): a span of one of them names nothing."""
+
+
+def names_something(found: ForgetRequest | None, reading: Reading) -> bool:
+    """Return True if a request's wording (`forget_span`) names what it would forget.
+
+    "That" / "这个", everything (the model's target), or words the model reads as about a
+    subject ("我的公司", "how old I am") or as a statement of the user's ("I want to surprise
+    Lena with a trip to Kyoto"): "别提了，真倒霉" (don't bring it up, what bad luck),
+    "别记仇啊" and "你能删除东西吗？" are worded the same and name nothing, and the wording is
+    evidence of a request only where it names something (`forget_requests`). One word is a
+    topic of its own ("不要再提熊猫了").
+    """
+    if found is None:
+        return False
+    if found.query in ("that", "这个") or reading.target == "all":
+        return True
+    words = found.query.strip(" ，。,.!！?？~～").rstrip("了吧啊")
+    # One word is a topic ("熊猫", "chess") unless it is a word for anything at all.
+    if _ONE_WORD.fullmatch(words) and words.casefold() not in _ANYTHING:
+        return True
+    said = read_utterance(words)
+    return said.family != "none" or said.intent in ("remember", "update", "plan")
+
+
 def forget_requests(sentence: str) -> list[ForgetRequest]:
     """Return the forget request a sentence makes, if the understanding model reads one.
 
@@ -403,8 +432,10 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     found = forget_span(sentence)
     # The request's wording is evidence too: with it, the model need only not rule it out
     # (the floor is chosen on the dev split with the model, `memory.understanding.train`).
-    floor = load_model().span_forget_floor
-    if reading.intent != "forget" and (found is None or reading.forget < floor):
+    floor = load_model().span_floor(language_of(sentence))
+    if reading.intent != "forget" and (
+        not names_something(found, reading) or reading.forget < floor
+    ):
         return []
     # A request is often asked, as a favour ("Would you mind dropping …?", "能不能别记…？"); a
     # question whether it was done ("Have you deleted my address") asks, whatever the model reads.

@@ -29,7 +29,7 @@ from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import Phrase, key_phrase, phrase_of, states
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
-from memory.understanding.topics import by_meaning, continued, family_of
+from memory.understanding.topics import by_meaning, continued, family_of, said_with
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -426,10 +426,12 @@ def forget_targets(
         r for r in records if r.status in ("active", "candidate", "archived") and not is_summary(r)
     ]
     if is_deictic(topics.forget_words(request)):
-        # "That" is the user's newest statement that is remembered in any form (a memory
-        # extracted from it, or only its raw copy): all of it, and nothing said before it.
+        # "That" is what the user said last that is remembered in any form (a memory
+        # extracted from it, or only its raw copy): the whole message of their newest such
+        # statement, and nothing said before it. "Scratch that last thing I said" takes
+        # back "I'm learning the cello, my teacher says my bow arm is a disaster" whole.
         for sid in latest:
-            ids = continued(sid, live)  # with the clauses it goes on from
+            ids = {sid, *said_with(sid, live)} | continued(sid, live)
             group = [
                 r
                 for r in live

@@ -59,8 +59,10 @@ __all__ = [
     "tokenize",
 ]
 
-# Function words, pronouns, auxiliaries and question words. Kept short on purpose: words
-# that carry meaning in a memory ("like", "live", "work", "never") are not stop words.
+# Function words, pronouns, auxiliaries and question words, and the interjections of chat
+# ("lol", "btw"), which matched a question to every remark that ends the same way. Kept
+# short on purpose: words that carry meaning in a memory ("like", "live", "work", "never")
+# are not stop words.
 STOP_WORDS = frozenset(
     """
     a an the and or but if then so of to in on at by for with from as into onto about over
@@ -72,6 +74,7 @@ STOP_WORDS = frozenset(
     will would shall should can could may might must
     what which who whom whose when where why how whats
     s t d ll m re ve don didn doesn isn aren wasn weren wouldn couldn shouldn haven hasn hadn
+    lol lmao haha hahaha omg btw pls plz tbh idk imo ok okay yeah yep ugh hmm um uh oh hey
     """.split()  # noqa: SIM905
 )
 

@@ -126,7 +126,7 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
 def said_in_message(
     ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
 ) -> dict[str, list[str]]:
-    """Return, for each typed memory of `ids`, what else its message said.
+    """Return, for each memory of `ids`, what else its message said.
 
     A message is filed clause by clause, and a clause alone often says nothing: "my throat
     gets scratchy and tight" answers "Am I allergic to anything?" only beside "Sesame wrecks
@@ -135,7 +135,9 @@ def said_in_message(
     statements say all of it that is still kept; when none was archived, its other memories
     stand in. A memory an extractor wrote in its own words ("用户在一家做跨境电商的公司工作。")
     restates its own statements and may have dropped the rest of the message ("叫海鲸科技"):
-    it brings the message's other raw statements only. At most `SAID_WITH`, in the order kept.
+    it brings the message's other raw statements only. A raw statement brings the rest of
+    its message as said ("switched gyms!" answers "which gym do I go to?" only beside "I'm
+    at the YMCA now"). At most `SAID_WITH`, in the order kept.
     """
 
     def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
@@ -143,13 +145,7 @@ def said_in_message(
             return None
         return rec.source.thread_id or "", rec.source.message_ids[0]
 
-    asked = {
-        i: key
-        for i in ids
-        if i in records
-        and records[i].kind != "episode"
-        and (key := message_of(records[i])) is not None
-    }
+    asked = {i: key for i in ids if i in records and (key := message_of(records[i])) is not None}
     if not asked:
         return {}
     kept: dict[tuple[str, str], list[MemoryRecord]] = {}
@@ -163,6 +159,8 @@ def said_in_message(
         rec = records[i]
         found = sorted(kept.get(key, []), key=lambda r: (r.created_at, r.id))
         raw = [r for r in found if r.kind == "episode"]
+        if rec.kind == "episode":  # a raw statement: the rest of its message, as said
+            return [r.id for r in raw if r.id != i][:SAID_WITH]
         if not in_users_words(rec.content):  # in the extractor's words
             own = set(rec.source.statement_ids)
             return [r.id for r in raw if r.id not in own][:SAID_WITH] if own else []

@@ -145,6 +145,9 @@ class Reading:
     plain statement: `memory.understanding.updates.NEWS_FLOOR`)."""
     families: tuple[float, ...] = ()
     """The probability of each family (`family` is the likeliest), in the model's label order."""
+    medicine: bool = False
+    """Whether it is about a medicine the user takes or uses ("每天早上吃一片缬沙坦", "the pills
+    I'm on"): the `medicine` head at its threshold (`UnderstandingModel.medicine_threshold`)."""
 
     @property
     def asks(self) -> bool:
@@ -185,6 +188,9 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 forget=float(probs["intent"][i][forget]),
                 update=float(probs["intent"][i][update]),
                 families=tuple(float(p) for p in probs["family"][i]),
+                medicine="medicine" in probs
+                and float(probs["medicine"][i][model.heads["medicine"].labels.index("medicine")])
+                >= model.medicine_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

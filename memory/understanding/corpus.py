@@ -22,6 +22,11 @@ from pathlib import Path
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 SOURCES = ("en.txt", "zh.txt")
 TRAIN_ONLY = ("en.train.txt", "zh.train.txt")
+MEDICINE = ("medicine.en.txt", "medicine.zh.txt")
+"""Statements and forget topics labelled `medicine` (a medicine the user takes or uses) or
+`other` (health without one, diet, and everyday routines said the same way): the medicine
+head's lines (`memory.understanding.train.fit_medicine`)."""
+MEDICINE_LABELS = ("medicine", "other")
 """Sources whose lines go to the train split only: phrasings added after the splits were
 fixed (to fix a failure seen outside the test split), so the dev and test splits stay as
 they were."""
@@ -92,6 +97,26 @@ def read_sources(directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES)
                 # and every line below it would take the labels above it, silently.
                 raise ValueError(f"{name}:{number}: a header inside a line: {line!r}")
             out.append(Utterance(line, lang, *labels))
+    return out
+
+
+def read_medicine(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `MEDICINE` sources."""
+    out: list[tuple[str, str, str]] = []
+    for name in MEDICINE:
+        lang = name.split(".")[1]
+        label: str | None = None
+        lines = (directory / name).read_text(encoding="utf-8").splitlines()
+        for number, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if line.startswith("## "):
+                label = line[3:].strip()
+                if label not in MEDICINE_LABELS:
+                    raise ValueError(f"{name}:{number}: a header is '## medicine' or '## other'")
+            elif line and label is None:
+                raise ValueError(f"{name}:{number}: a line before any header")
+            elif line and label is not None:
+                out.append((line, lang, label))
     return out
 
 

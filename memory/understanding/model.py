@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +46,19 @@ class UnderstandingModel:
     ngram_weight: float
     forget_threshold: float
     """Probability the forget label needs to win (an ordinary statement must not forget)."""
-    span_forget_floor: float = 0.1
-    """The forget probability a sentence worded as a request ("Please forget that …") needs
-    (`memory.extraction.forget_requests`): chosen out of fold on train and dev
+    span_forget_floor: Mapping[str, float] = field(default_factory=lambda: {"en": 0.1, "zh": 0.1})
+    """Per language, the forget probability a sentence worded as a request ("Please forget
+    that …") needs (`memory.extraction.forget_requests`): chosen out of fold on train and dev
     (`memory.understanding.train.choose_span_floor`), never on test."""
+
+    medicine_threshold: float = 1.0
+    """The `medicine` head's probability at which a text is about a medicine the user takes:
+    chosen on the medicine lines held out of its fit (`memory.understanding.train`); 1.0
+    (never) for a model without the head."""
+
+    def span_floor(self, lang: str) -> float:
+        """Return the span floor of a language (`memory.text.language.language_of`)."""
+        return self.span_forget_floor.get(lang, max(self.span_forget_floor.values()))
 
     def predict(self, texts: list[str]) -> dict[str, np.ndarray]:
         """Return each head's probabilities for `texts`, rows in order."""
@@ -67,7 +77,8 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "labels": {name: list(head.labels) for name, head in model.heads.items()},
         "ngram_weight": model.ngram_weight,
         "forget_threshold": model.forget_threshold,
-        "span_forget_floor": model.span_forget_floor,
+        "span_forget_floor": dict(model.span_forget_floor),
+        "medicine_threshold": model.medicine_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -89,5 +100,13 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         heads,
         float(meta["ngram_weight"]),
         float(meta["forget_threshold"]),
-        float(meta.get("span_forget_floor", 0.1)),
+        _floors(meta.get("span_forget_floor", 0.1)),
+        float(meta.get("medicine_threshold", 1.0)),
     )
+
+
+def _floors(value: float | dict[str, float]) -> dict[str, float]:
+    """Return per-language span floors (a model written before them held one for both)."""
+    if isinstance(value, dict):
+        return {lang: float(f) for lang, f in value.items()}
+    return {"en": float(value), "zh": float(value)}

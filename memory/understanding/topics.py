@@ -25,7 +25,7 @@ import numpy as np
 
 from memory.extraction import ForgetRequest
 from memory.store.records import MemoryRecord, is_raw_turn
-from memory.text.language import HAN
+from memory.text.language import HAN, has_han
 from memory.text.phrases import phrase_of
 from memory.text.statements import continues, split_text, statement_id
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
@@ -83,10 +83,14 @@ def by_meaning(
     """
     if not words.strip() or phrase_of(words, request=True).names:
         return []  # a name ("Forget about Tomtom") is matched by its words only
+    units = _statements(records)
+    if read_utterance(words).medicine:
+        taken = _medicines(words, units)
+        if taken:
+            return [r for u in taken for r in u.records]
     family = family or read_utterance(words).family
     if family not in FAMILY_PREFIX:
         return []
-    units = _statements(records)
     # A message is weighed only if it says something of the family: "我胃不舒服的那些事" must
     # not reach "我吃素" because both say 吃.
     of_family = {u.message for u in units if family in _families(u)}
@@ -103,6 +107,55 @@ def by_meaning(
         family, [(u, near[i]) for i, u in enumerate(pool) if u.message == messages[at]]
     )
     return [r for u in taken for r in u.records]
+
+
+_ANY_MEDICINE = re.compile(
+    r"(?i)\b(?:pills?|meds?|medications?|medicines?|prescriptions?|drugs?|tablets?|capsules?)\b"
+    r"|药"
+)
+"""The words for medicine in general (a closed class, not a phrasing): "my meds" means each
+one, where a drug's name means that one only."""
+
+
+def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
+    """Return the statements of the messages that name a medicine the words mean.
+
+    The encoder knows few medicines by name: "the pills I'm on" is nearer to "I'm allergic
+    to sesame" than to "I take levothyroxine every morning", and "我吃药" to "我对花生过敏"
+    than to "每天早上吃一片氨氯地平". The model's medicine head reads both the words and the
+    messages (`Reading.medicine`). Of the messages about a medicine, one
+    clearly nearest the words is what they mean ("my thyroid pill" of two); else all are
+    ("my meds", `_ANY_MEDICINE`); a drug named and not clearly one of them takes nothing. Of
+    each message taken, its medicines go with what is said of health with them
+    (`_said_together`), not a neighbour about something else.
+    """
+    from memory.understanding.updates import record_text  # it imports this module
+
+    said: dict[str, list[str]] = {}
+    for u in units:
+        said.setdefault(u.message, []).append(record_text(u.text))
+    # A message is read whole: a clause alone says too little ("吃一口嘴巴就肿成香肠" of an
+    # allergy read alone as a medicine, "每天早晚都要吸一次信必可" as none).
+    whole = {m: ("，" if has_han("".join(t)) else ", ").join(t) for m, t in said.items()}
+    readings = read_utterances(list(whole.values()))
+    messages = [m for m, r in zip(whole, readings, strict=True) if r.medicine]
+    if not messages:
+        return []
+    pool = [u for u in units if u.message in messages]
+    near = _nearness(words, pool)
+    best = np.array([max(near[i] for i, u in enumerate(pool) if u.message == m) for m in messages])
+    at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
+    if at is not None:
+        chosen = {messages[at]}
+    elif _ANY_MEDICINE.search(words):
+        chosen = set(messages)
+    else:
+        return []  # one medicine named ("that I take metformin"), and none clearly it
+    said_of = [(u, near[i]) for i, u in enumerate(pool) if u.message in chosen]
+    taken = {id(u) for u in _said_together("health", said_of)}
+    # A medicine said alone is filed as a routine, read as a schedule: its own reading counts.
+    clauses = read_utterances([record_text(u.text) for u, _ in said_of])
+    return [u for (u, _), r in zip(said_of, clauses, strict=True) if id(u) in taken or r.medicine]
 
 
 def said_around(
@@ -269,6 +322,22 @@ def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:
     return int(order[0])
 
 
+def said_with(sid: str, records: Sequence[MemoryRecord]) -> dict[str, str]:
+    """Return `{id: text}` of the raw statements said in the message statement `sid` was.
+
+    Empty when `sid` is no raw statement of `records` or its message is not known.
+    """
+    this = next((r for r in records if r.id == sid and is_raw_turn(r)), None)
+    if this is None or not this.source.message_ids:
+        return {}
+    return {
+        r.id: r.content
+        for r in records
+        if is_raw_turn(r) and r.source.thread_id == this.source.thread_id
+        and r.source.message_ids[:1] == this.source.message_ids[:1]
+    }  # fmt: skip
+
+
 _MAX_PLACES = 10_000
 """A bound on the statements of one message that `continued` counts through."""
 
@@ -285,12 +354,7 @@ def continued(sid: str, records: Sequence[MemoryRecord]) -> set[str]:
     if this is None or not this.source.message_ids:
         return {sid}
     thread, message = this.source.thread_id or "", this.source.message_ids[0]
-    said = {
-        r.id: r.content
-        for r in records
-        if is_raw_turn(r) and r.source.thread_id == this.source.thread_id
-        and r.source.message_ids[:1] == [message]
-    }  # fmt: skip
+    said = said_with(sid, records)
     # A statement's id is its place in its message: the clauses before it are found by it.
     # Some places hold no kept statement (a question said between), so count until every
     # kept one has its place, and one more (the walk below looks one past the last).

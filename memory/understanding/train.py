@@ -9,13 +9,14 @@ together. The test split is never read here.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from memory.understanding.corpus import Utterance, load_split
+from memory.understanding.corpus import Utterance, load_split, read_medicine
 from memory.understanding.features import ENCODER_DIM, features, ngram_matrix, sentence_vectors
 from memory.understanding.model import HEADS, Head, UnderstandingModel, save_model
 
@@ -133,13 +134,21 @@ def out_of_fold_forget(
 
     Each utterance is read by an intent head fitted on the other folds (a fixed fold per
     position), sentence by sentence as the offline path reads it; "worded" is whether a
-    request's wording (`memory.extraction.forget_span`) finds a span in the sentence.
+    request's wording (`memory.extraction.forget_span`) finds a span in the sentence that
+    names something (`memory.extraction.names_something`).
     """
-    from memory.extraction import forget_span
+    from memory.extraction import forget_span, names_something
     from memory.text.asking import split_sentences
+    from memory.understanding import read_utterances
 
     fold = np.arange(len(items)) % FOLDS
     sentences = [split_sentences(u.text) or [u.text] for u in items]
+    flat_all = [s for ss in sentences for s in ss]
+    # The shipped model reads what a span names (its family): the fold's heads read intent.
+    worded = {
+        s: names_something(forget_span(s), r)
+        for s, r in zip(flat_all, read_utterances(flat_all), strict=True)
+    }
     out: list[list[tuple[float, bool, bool]]] = [[] for _ in items]
     for k in range(FOLDS):
         fit_on = [int(i) for i in np.flatnonzero(fold != k)]
@@ -154,9 +163,7 @@ def out_of_fold_forget(
             for s in sentences[i]:
                 row = probs[at]
                 at += 1
-                out[i].append(
-                    (float(row[col]), int(row.argmax()) == col, forget_span(s) is not None)
-                )
+                out[i].append((float(row[col]), int(row.argmax()) == col, worded[s]))
     return out
 
 
@@ -197,11 +204,12 @@ def forget_scores(
     items: Sequence[Utterance],
     oof: Sequence[Sequence[tuple[float, bool, bool]]],
     threshold: float,
-    floor: float,
+    floors: Mapping[str, float],
 ) -> dict[str, dict[str, float]]:
-    """Return forget precision, recall and F1 per language, with the threshold and floor."""
+    """Return forget precision, recall, F1 and F0.5 per language, at a threshold and floors."""
     out = {}
     for lang in sorted({u.lang for u in items}):
+        floor = floors[lang]
         tp = fp = fn = 0
         for u, sents in zip(items, oof, strict=True):
             if u.lang != lang:
@@ -215,34 +223,101 @@ def forget_scores(
             fn += gold and not said
         precision = tp / (tp + fp) if tp + fp else 1.0
         recall = tp / (tp + fn) if tp + fn else 1.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        out[lang] = {"precision": precision, "recall": recall, "f1": f1}
+        out[lang] = {
+            "precision": precision,
+            "recall": recall,
+            "f1": _f_beta(precision, recall, 1.0),
+            "f0.5": _f_beta(precision, recall, 0.5),
+        }
     return out
+
+
+def _f_beta(precision: float, recall: float, beta: float) -> float:
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall) if precision + recall else 0.0
 
 
 def choose_span_floor(
     items: Sequence[Utterance],
     oof: Sequence[Sequence[tuple[float, bool, bool]]],
     threshold: float,
-) -> tuple[float, dict[str, dict[str, float]]]:
-    """Return the forget probability a request's wording needs, and its out-of-fold scores.
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """Return, per language, the forget probability a request's wording needs, and the scores.
 
     The offline path takes a sentence worded as a request (`memory.extraction.forget_span`)
     for one when the model gives forget at least this. Chosen on train and dev out of fold
-    (never on test): the floor with the best forget F1, averaged over the languages (a
-    tie: the higher floor). One dev split held too few worded non-requests to set it ("Don't
-    forget to call mum" alone set a floor that let "忘了吧，没事了" through).
+    (never on test), for each language on its own: the floor with the best forget F0.5 (a
+    tie: the higher floor). F0.5, because an ordinary statement taken for a request loses
+    what the user said, and a request missed is told back and can be said again (the targets
+    ask precision 0.98 and recall 0.90); one floor for both languages, on their mean F1, let
+    the Chinese wording take five ordinary sentences for the six requests it added. One dev
+    split held too few worded non-requests to set it ("Don't forget to call mum" alone set a
+    floor that let "忘了吧，没事了" through).
     """
-    worded = sorted({round(p + 1e-3, 4) for sents in oof for p, _, w in sents if w})
-    candidates = [SPAN_FLOOR_MIN, *(f for f in worded if SPAN_FLOOR_MIN < f <= threshold)]
-    best: tuple[float, float] | None = None
-    for floor in candidates:
-        scores = forget_scores(items, oof, threshold, floor)
-        mean = float(np.mean([s["f1"] for s in scores.values()]))
-        if best is None or mean >= best[0] - 1e-12:
-            best = (mean, floor)
-    assert best is not None
-    return best[1], forget_scores(items, oof, threshold, best[1])
+    floors: dict[str, float] = {}
+    for lang in sorted({u.lang for u in items}):
+        mine = [(u, o) for u, o in zip(items, oof, strict=True) if u.lang == lang]
+        worded = sorted({round(p + 1e-3, 4) for _, sents in mine for p, _, w in sents if w})
+        # The threshold itself: the wording adds nothing the model would not take alone.
+        candidates = [
+            SPAN_FLOOR_MIN,
+            *(f for f in worded if SPAN_FLOOR_MIN < f < threshold),
+            threshold,
+        ]
+        best: tuple[float, float] | None = None
+        for floor in candidates:
+            score = forget_scores(
+                [u for u, _ in mine], [o for _, o in mine], threshold, {lang: floor}
+            )[lang]["f0.5"]
+            if best is None or score >= best[0] - 1e-12:
+                best = (score, floor)
+        assert best is not None
+        floors[lang] = best[1]
+    return floors, forget_scores(items, oof, threshold, floors)
+
+
+MEDICINE_PRECISION = 0.98
+"""The precision the medicine head's threshold must reach on its held-out lines: a statement
+taken for a medicine is forgotten with "the pills I'm on"."""
+MEDICINE_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+
+
+def _held_out(text: str) -> bool:
+    """Return True for the quarter of the medicine lines the threshold is chosen on."""
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 4 == 0
+
+
+def fit_medicine(
+    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
+) -> tuple[Head, float, dict[str, float]]:
+    """Fit the `medicine` head on the `MEDICINE` lines; return it, its threshold and figures.
+
+    The corpus lines (train and dev) of no health family are `other` too: without them the
+    head had seen no pet, job or language course, and took "家里养了只柯基叫阿福" for a
+    medicine. The threshold is the lowest of `MEDICINE_THRESHOLDS` at which a head fitted on
+    three quarters of the lines reaches `MEDICINE_PRECISION` on the fourth (else the
+    highest); the head shipped is then fitted on all of them.
+    """
+    rows = read_medicine()
+    rows += [(u.text, u.lang, "other") for u in corpus if u.family != "health"]
+    fit_on = [r for r in rows if not _held_out(r[0])]
+    held = [r for r in rows if _held_out(r[0])]
+    head = fit_head(features([t for t, _, _ in fit_on], ngram_weight), [x for *_, x in fit_on], l2)
+    col = head.labels.index("medicine")
+    probs = head.probabilities(features([t for t, _, _ in held], ngram_weight))[:, col]
+    gold = np.array([x == "medicine" for *_, x in held])
+    chosen = (MEDICINE_THRESHOLDS[-1], 0.0, 0.0)
+    for threshold in MEDICINE_THRESHOLDS:
+        said = probs >= threshold
+        precision = float((said & gold).sum() / max(1, said.sum()))
+        recall = float((said & gold).sum() / max(1, gold.sum()))
+        if precision >= MEDICINE_PRECISION:
+            chosen = (threshold, precision, recall)
+            break
+    final = fit_head(features([t for t, _, _ in rows], ngram_weight), [x for *_, x in rows], l2)
+    report = {"threshold": chosen[0], "held_out_precision": chosen[1],
+              "held_out_recall": chosen[2], "lines": len(rows), "held_out": len(held)}  # fmt: skip
+    return final, chosen[0], report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -274,13 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     oof = out_of_fold_forget(both, vectors, grams, ngram_weight, l2)
     floor, oof_scores = choose_span_floor(both, oof, threshold)
     final = fit(both, vectors, grams, ngram_weight, l2)
-    save_model(UnderstandingModel(final, ngram_weight, threshold, floor))
+    final["medicine"], medicine_threshold, medicine = fit_medicine(ngram_weight, l2, both)
+    save_model(UnderstandingModel(final, ngram_weight, threshold, floor, medicine_threshold))
     summary = {
         "grid": report,
         "chosen": {"ngram_weight": ngram_weight, "l2": l2},
         "forget_threshold": threshold,
         "span_forget_floor": floor,
         "span_forget_floor_out_of_fold": oof_scores,
+        "medicine": medicine,
         "encoder_dim": ENCODER_DIM,
     }
     sys.stdout.write(json.dumps(summary, indent=1) + "\n")

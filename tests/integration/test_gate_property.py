@@ -4,7 +4,7 @@ Through the real graph (offline model, embedded default), with two agents sharin
 user's memory under the two-agent example's access policy. A message says one or two things
 ("I like chess and I live in Lyon.", 我喜欢围棋，我住在成都。); a later one may move the user
 (a new city supersedes the old), negate one liking ("I no longer like chess."), forget a
-topic ("Forget about chess.", 忘掉围棋的事。) or "that" (the newest statement only), carry a
+topic ("Forget about chess.", 忘掉围棋的事。) or "that" (the newest message's statements), carry a
 password beside an ordinary clause, or tell after-sales where the user works (which
 after-sales may not write: refused); a note may be added through the API and later be
 hard-forgotten; the memory may be consolidated. Whatever the order:
@@ -94,8 +94,9 @@ def _message(op: Op, token: str) -> str | None:
 class Expected:
     """What the user said and what should be left of it, followed op by op."""
 
-    said: list[tuple[str, str]] = field(default_factory=list)
-    """The main thread's statements in order: (`like` | `city` | `negate`, the item named)."""
+    said: list[list[tuple[str, str]]] = field(default_factory=list)
+    """The main thread's messages in order, each what it stated and is still kept: (`like` |
+    `city` | `negate`, the item named). "That" takes back the last one whole."""
     likes: dict[str, str] = field(default_factory=dict)
     """like → `kept`, `forgotten` (by a forget) or `negated` ("I no longer like …")."""
     negated: set[str] = field(default_factory=set)
@@ -116,7 +117,7 @@ class Expected:
         like, city = LIKES[lang][i], CITIES[lang][j]
         if kind in ("say", "secret"):
             self.likes[like] = "kept"
-            self.said.append(("like", like))
+            self.said.append([("like", like)])
             if kind == "secret":
                 self.secrets.append(token)
         elif kind == "both":
@@ -126,11 +127,11 @@ class Expected:
             self.city = city
             self.left.discard(city)
             self.gone.discard(city)
-            self.said += [("like", like), ("city", city)]
+            self.said.append([("like", like), ("city", city)])
         elif kind == "negate":
             self.likes[like] = "negated"
             self.negated.add(like)
-            self.said.append(("negate", like))
+            self.said.append([("negate", like)])
         elif kind == "refused":
             self.refused.add(EMPLOYERS[lang][i])
         elif kind == "note":
@@ -141,16 +142,16 @@ class Expected:
         elif kind == "topic" and like in self.likes:
             if self.likes[like] == "kept":
                 self.likes[like] = "forgotten"
-            self.said = [s for s in self.said if s[1] != like]
+            self.said = [kept for m in self.said if (kept := [s for s in m if s[1] != like])]
         elif kind == "that" and not self.said:
             self.notes_shown = self.notes_shown or bool(self.notes)
         elif kind == "that":
-            what, item = self.said.pop()
-            if what == "like":
-                self.likes[item] = "forgotten"
-            elif what == "city":
-                self.gone.add(item)
-                self.city = None
+            for what, item in self.said.pop():
+                if what == "like":
+                    self.likes[item] = "forgotten"
+                elif what == "city":
+                    self.gone.add(item)
+                    self.city = None
 
 
 def _states_positively(text: str, like: str) -> bool:

@@ -186,3 +186,44 @@ def test_an_event_is_weighed_by_its_words_and_an_aside_on_its_own() -> None:
     ]  # fmt: skip
     assert [r.id for r in by_meaning("my dog", pool)] == ["r1"]
     assert by_meaning("my hay fever", pool) == []  # a value is reached by its words only
+
+
+# Medicines the corpus never names (its lines are `memory/understanding/corpus/medicine.*`).
+MEDICINE_POOLS = {
+    "en": [
+        rec(1, "health.peanuts", "User said: Peanuts make my throat swell up."),
+        rec(2, "habit.bisoprolol", "User said: I take bisoprolol every morning.", "preference"),
+        rec(3, "habit.bus", "User said: I take the 7:40 bus to work every morning.", "preference"),
+        rec(4, "diet.redmeat", "User said: I eat no red meat."),
+    ],
+    "zh": [
+        rec(1, "health.芒果", "用户说：我吃芒果嘴巴会肿。"),
+        rec(2, "habit.比索洛尔", "用户说：每天早上吃一片比索洛尔。", "preference"),
+        rec(3, "habit.鸡蛋", "用户说：我每天早上吃两个鸡蛋。", "preference"),
+        rec(4, "health.腰", "用户说：我腰不好，不能久坐。"),
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("lang", "words"),
+    [("en", "the tablets I'm on"), ("en", "my meds"), ("zh", "我吃的药"), ("zh", "我用药那些")],
+)
+def test_medicine_in_general_takes_the_medicine_the_encoder_does_not_know(
+    lang: str, words: str
+) -> None:
+    # The encoder finds the allergy or the breakfast nearer to "my meds" than a drug's name;
+    # the model's medicine head reads both sides (`topics._medicines`).
+    assert [r.id for r in by_meaning(words, MEDICINE_POOLS[lang])] == ["r2"]
+
+
+def test_medicine_takes_medicines_only() -> None:
+    pool = [
+        *MEDICINE_POOLS["en"],
+        rec(5, "habit.lamotrigine", "User said: I'm on lamotrigine twice a day.", "preference"),
+    ]
+    # The one the encoder finds clearly nearest, else both; never the bus or the allergy.
+    got = {r.id for r in by_meaning("my medication", pool)}
+    assert got and got <= {"r2", "r5"}, got
+    # A drug named that is no one remembered takes nothing, the other medicines stay.
+    assert by_meaning("that I take warfarin", pool) == []

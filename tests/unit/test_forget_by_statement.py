@@ -5,8 +5,7 @@ stairs"); the gate keeps each clause as its own statement, and a request in othe
 ("my knee trouble") is near one of them. What was said together goes together
 (`memory.understanding.topics.by_meaning`), raw statements included; a clause about
 something else said in the same message stays. "That" / "刚才那句" is the whole last
-statement: the clauses with no subject of their own continue the one before them
-(`memory.understanding.topics.continued`).
+message the user stated something in, each of its statements, and nothing said before it.
 """
 
 from __future__ import annotations
@@ -116,7 +115,10 @@ def test_that_is_the_whole_last_sentence_its_clauses_go_on_with() -> None:
     assert contents(got) == contents(plants)
 
 
-def test_that_leaves_a_clause_with_a_subject_of_its_own() -> None:
+def test_that_is_the_whole_last_message_and_nothing_said_before_it() -> None:
+    # "Scratch that last thing I said" takes back the message, each statement of it (four
+    # blind authors meant so), and leaves what an earlier message said.
+    before = said("m0", [("我是小学老师", [("work.role", "用户是小学老师。")])])
     both = said(
         "m1",
         [
@@ -124,8 +126,8 @@ def test_that_leaves_a_clause_with_a_subject_of_its_own() -> None:
             ("我住在苏州", [("home.苏州", "用户说：我住在苏州。")]),
         ],
     )
-    got = forget_targets(ForgetRequest(query="这个"), both, [both[-2].id])
-    assert contents(got) == {"我住在苏州", "用户说：我住在苏州。"}
+    got = forget_targets(ForgetRequest(query="这个"), before + both, [both[-2].id])
+    assert contents(got) == contents(both)
 
 
 def test_that_can_point_at_a_plan() -> None:

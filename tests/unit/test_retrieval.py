@@ -83,6 +83,15 @@ def test_bm25_ranks_add_replace_and_remove() -> None:
     assert idx.ids() == {"a", "c"}
 
 
+def test_chat_interjections_match_nothing() -> None:
+    # "which herb do I hate again lol" shares only "lol" with a remark about work.
+    idx: BM25Index[str] = BM25Index()
+    idx.add("work", "basically scraping plaque all day lol")
+    idx.add("herb", "I genuinely cannot stand cilantro")
+    assert idx.search("which herb do I hate again lol") == []
+    assert idx.search("btw pls haha ok") == []
+
+
 def test_bm25_statistics_follow_removals() -> None:
     idx: BM25Index[object] = BM25Index()
     for n in range(5):

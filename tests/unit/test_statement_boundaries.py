@@ -90,7 +90,7 @@ def test_a_memory_is_as_near_as_the_statement_it_was_said_in() -> None:
     assert out == {"m1": 0.45, "s2": 0.45, "other": 0.3}
 
 
-def test_span_floor_is_the_best_out_of_fold_f1() -> None:
+def test_span_floor_is_the_best_out_of_fold() -> None:
     from memory.understanding.corpus import Utterance
 
     def utt(text: str, intent: str) -> Utterance:
@@ -101,9 +101,28 @@ def test_span_floor_is_the_best_out_of_fold_f1() -> None:
     # (forget probability, forget wins, worded): worded requests at 0.5 and 0.55, a worded
     # remark at 0.3. The floor just above the remark keeps it out and takes both requests.
     oof = [[(0.5, False, True)], [(0.55, False, True)], [(0.3, False, True)], [(0.1, False, False)]]
-    floor, scores = choose_span_floor(items, oof, threshold=0.6)
-    assert 0.3 < floor < 0.5
-    assert scores["en"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
+    floors, scores = choose_span_floor(items, oof, threshold=0.6)
+    assert 0.3 < floors["en"] < 0.5
+    assert scores["en"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0, "f0.5": 1.0}
+
+
+def test_span_floor_weighs_precision_over_recall_per_language() -> None:
+    from memory.understanding.corpus import Utterance
+
+    def utt(text: str, intent: str, lang: str) -> Utterance:
+        return Utterance(text=text, lang=lang, intent=intent, kind="none", family="none",
+                         target="none")  # fmt: skip
+
+    # English: the wording takes one request and nothing else. Chinese: for the one request
+    # it adds (0.4), it takes a remark more likely than it (0.45); F1 would take both (0.8
+    # at P 0.67 R 1.0 over 0.67 at P 1.0 R 0.5), F0.5 keeps the wording out (0.83 > 0.71).
+    items = [utt("a", "forget", "en"), utt("b", "chitchat", "en"), utt("甲", "forget", "zh"),
+             utt("乙", "forget", "zh"), utt("丙", "chitchat", "zh")]  # fmt: skip
+    oof = [[(0.4, False, True)], [(0.1, False, False)], [(0.9, True, False)],
+           [(0.4, False, True)], [(0.45, False, True)]]  # fmt: skip
+    floors, scores = choose_span_floor(items, oof, threshold=0.6)
+    assert floors["en"] <= 0.4 and floors["zh"] > 0.45
+    assert scores["zh"]["precision"] == 1.0 and scores["en"]["recall"] == 1.0
 
 
 @pytest.mark.parametrize(

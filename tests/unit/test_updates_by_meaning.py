@@ -184,3 +184,14 @@ async def test_a_moved_routine_ends_the_old_one_through_the_graph(
     said_before = before.rstrip(".。")
     assert not [k for k in kept if said_before in k], kept
     assert not [k for k in kept if old in k and new not in k and k not in after], kept
+
+
+def test_news_of_one_more_health_item_changes_none_it_does_not_name() -> None:
+    # Health is a list the encoder packs close: "少吃盐" is nearest "我有高血压" by a clear
+    # margin, and is no change of it. A change of it names it (`updates.NAMED_ONLY`).
+    records = [
+        ("health.高血压", "用户说：我有高血压。"),
+        ("health.allergy.花生", "用户对花生过敏。"),
+    ]
+    assert changed_record("最近医生让我少吃盐，咸菜都戒了", "health", records) is None
+    assert changed_record("高血压现在控制住了，药也停了", "health", records) == 0
