@@ -106,3 +106,13 @@ def _tool(name: str, args: dict[str, Any]) -> AIMessage:
 
 def _result(message: AIMessage) -> ChatResult:
     return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def save_facts(service: Any, said: Iterable[tuple[str, str]], said_at: datetime) -> None:
+    """Save each `(subject, content)` as a fact of user "u", one extraction each."""
+    from memory.extraction import CandidateMemory, Extraction
+    from memory.store.records import Source
+
+    for subject, content in said:
+        cand = CandidateMemory(kind="fact", subject=subject, content=content, confidence=0.9)
+        service.save("u", Extraction(memories=[cand]), Source(thread_id="t", said_at=said_at))

@@ -25,8 +25,9 @@ from memory.recall import aliases, ranking
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
+from memory.text.asking import asks_by_form, split_sentences
 from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
-from memory.understanding.updates import in_users_words
+from memory.understanding.updates import in_users_words, parts_of, record_text
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -96,6 +97,41 @@ def _as_near_as_said(
             sim = max(sim, *(near.get(sid, sim) for sid in rec.source.statement_ids))
         out.append((i, sim))
     return out
+
+
+_ECHO_CHARS = 8
+"""The least letters (and digits) a remark must have to count as said again in a query."""
+
+
+def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> set[str]:
+    """Return the ids of `ids` whose words the query says again beside a question.
+
+    A question often comes with a remark ("whats the name of the tablet i'm on again? new GP
+    form wants it"), and the remark was kept when the question was first asked: asked
+    again, it matched itself far above the answer, which the cut relative to the best hit
+    then dropped. What is said again while asking is no answer to the question, nor is the
+    question itself, kept raw when it was first asked.
+    """
+    # Cut at commas too: "我家狗最近掉毛掉得厉害，咋办啊" is one sentence and asks in one part.
+    sentences = [p for s in split_sentences(query) for p in (parts_of(s)[1:] or [s])]
+    if len(sentences) < 2:
+        return set()
+    readings = read_utterances(sentences)
+    if not any(r.asks or asks_by_form(s) for s, r in zip(sentences, readings, strict=True)):
+        return set()
+    said = normalize_text(
+        " ".join(
+            s for s, r in zip(sentences, readings, strict=True) if not (r.asks or asks_by_form(s))
+        )
+    )
+    whole = normalize_text(query)
+    return {
+        i
+        for i in ids
+        if i in records
+        and len(words := normalize_text(record_text(records[i].content))) >= _ECHO_CHARS
+        and (words in said or words == whole)
+    }
 
 
 def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: datetime) -> set[str]:
@@ -298,10 +334,13 @@ class Recall:
         # Only candidates and core memories are looked at: the cost of a query must not
         # grow with every memory the user has.
         dense = _as_near_as_said(dense, records)
+        echoes = _echoes(query, records, {i for i, _ in dense} | {i for i, _ in lexical})
+        dense = [(i, sim) for i, sim in dense if i not in echoes]
+        lexical = [(i, score) for i, score in lexical if i not in echoes]
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         near = self._family_matches(snap.records, query, k, now)
-        family = set(near)
+        family = set(near) - _echoes(query, records, set(near))
         if family:
             family |= _said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match

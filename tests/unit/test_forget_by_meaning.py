@@ -13,8 +13,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from fakes import save_facts
 
-from memory.extraction import CandidateMemory, Extraction, ForgetRequest
+from memory.extraction import Extraction, ForgetRequest
 from memory.lifecycle import forget_targets
 from memory.service import MemoryService
 from memory.store.records import MemoryRecord, Source
@@ -136,9 +137,7 @@ def test_a_forget_by_meaning_keeps_the_neighbours(service: MemoryService) -> Non
         ("health.allergy.虾", "用户对虾过敏。"),
         ("likes.爵士乐", "用户喜欢爵士乐。"),
     ]
-    for subject, content in said:
-        cand = CandidateMemory(kind="fact", subject=subject, content=content, confidence=0.9)
-        service.save("u", Extraction(memories=[cand]), Source(thread_id="t", said_at=NOW))
+    save_facts(service, said, NOW)
     request = Extraction(forget=[ForgetRequest(query="我血糖那些")])
     changes = service.save("u", request, Source(thread_id="t", said_at=NOW))
     assert [c.record.content for c in changes if c.action == "forgotten"] == [said[0][1]]
