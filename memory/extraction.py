@@ -443,10 +443,14 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     if found is None and asks_by_form(without_tag(sentence)) and not asks_a_favour(sentence):
         return []
     that = "这个" if has_cjk(sentence) else "that"
-    if reading.target == "that":
+    deictic = reading.target == "that" and _says_that(sentence)
+    if deictic:
         return [ForgetRequest(query=that)]
     if found is None:
-        found = ForgetRequest(query=_topic_words(sentence) or that)
+        words = _topic_words(sentence)
+        if not words and reading.target == "that":
+            return []  # "that" by no part of it, and no topic either: nothing to forget
+        found = ForgetRequest(query=words or that)
     query = _ZH_ADDRESSEE.sub("", found.query) or found.query
     subject = found.subject
     if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
@@ -455,6 +459,20 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         who = relation_in(sentence)  # "my husband" is all that is filed about him
         subject = f"{FAMILY_PREFIX['family']}.{who}" if who else None
     return [ForgetRequest(query=query, subject=subject)]
+
+
+def _says_that(sentence: str) -> bool:
+    """Return True if a part of a sentence read as "that" says so itself, or it has one part.
+
+    "That" takes back a whole message (`memory.lifecycle.forget_targets`), so the reading
+    must come from a part that says it: in "actually scratch that last thing, don't keep
+    it" the first part does; in "don't worry about formatting, just give me the list",
+    read whole as "that", no part does.
+    """
+    from memory.understanding.updates import parts_of  # it imports this module
+
+    parts = parts_of(sentence)[1:]
+    return not parts or any(r.target == "that" and r.forget >= 0.5 for r in read_utterances(parts))
 
 
 def _topic_words(sentence: str) -> str:

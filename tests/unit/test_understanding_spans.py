@@ -21,7 +21,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.extraction import forget_requests
+from memory.extraction import ForgetRequest, _says_that, forget_requests
 from memory.service import MemoryService
 from memory.text.corrections import correction, says_value, with_new_value
 
@@ -267,3 +267,25 @@ def test_an_update_keeps_only_its_firm_clauses(text: str, kept: str, dropped: st
              ("r2", "likes.jazz", "User likes jazz.")]  # fmt: skip
     (got,) = extract_rules(text, T0, known).memories
     assert got.updates == "r1" and kept in got.content and dropped not in got.content, got
+
+
+@pytest.mark.parametrize(
+    ("sentence", "deictic"),
+    [
+        ("don't worry about spacing, just give me the numbers", False),
+        ("ok scratch that last one, don't hold on to it", True),
+        ("刚才那个不算，别记了", True),
+        ("Oops, take that back.", True),
+    ],
+)
+def test_that_takes_back_a_message_only_where_a_part_says_that(
+    sentence: str, deictic: bool
+) -> None:
+    # "That" takes back a whole message: a sentence the model reads whole as "that" is one
+    # only where a part of it says so (an instruction about the answer, read whole as
+    # "that", names its own topic in its parts).
+    assert _says_that(sentence) is deictic
+    if deictic:
+        assert forget_requests(sentence) == [
+            ForgetRequest(query="这个" if "刚" in sentence else "that")
+        ]
