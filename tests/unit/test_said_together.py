@@ -141,3 +141,18 @@ async def test_delete_user_leaves_no_copy_of_what_was_said_with_a_clause(tmp_pat
         assert any(word in w for r in asked.recalled for w in r["said_with"]), asked.recalled
         await s.service.adelete_user("zed")
     assert leaks(home, [word], []) == []
+
+
+async def test_a_raw_statement_brings_the_rest_of_its_message(session: Session) -> None:
+    # "changed banks!" alone answers nothing; the bank is in the statement said after it.
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    for line in [
+        *OTHERS["en"],
+        "changed banks! I'm with Nationwide now, the app is so much better",
+    ]:
+        await session.turn(user, f"{user}-a", line)
+    found = await asyncio.to_thread(session.service.search, user, "which bank am I with?", 5)
+    told = [" ".join(rec.content for rec in r.shown) for r in found if r.why == "relevant"]
+    assert any("Nationwide" in t for t in told), told
+    raw = [r for r in found if r.record.kind == "episode" and r.said_with]
+    assert all(w.id != r.record.id for r in raw for w in r.said_with)
