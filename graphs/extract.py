@@ -13,6 +13,7 @@ from graphs.messages import text_of
 from memory import Recalled
 from memory.extraction import Extraction, asks_to_forget, coerce_extraction, salvage_json
 from memory.recall.block import quote
+from memory.store.records import TURN_SUBJECT
 
 log = logging.getLogger(__name__)
 EXTRACTION_SCHEMA = Extraction.model_json_schema()
@@ -46,10 +47,14 @@ def extraction_messages(
     """
     none = "  （无）" if lang == "zh" else "  (none)"
     said = text_of(reply) if reply is not None else ""
+    # A raw statement is listed too: a recall shows it in place of the memory extracted from
+    # it ("I bank with Barclays, have done since uni" for "User said: I bank with Barclays."),
+    # and an update that names it changes that memory (`StoreReader.active_record`). A
+    # summary is no statement of the user's.
     existing = "\n".join(
         f"  - id {r['id']} · {r['subject']}: {quote(r['content'])}"
         for r in known[:RELATED_MEMORIES]
-        if r["kind"] != "episode"
+        if r["kind"] != "episode" or str(r["subject"]).startswith(TURN_SUBJECT)
     )
     system = SystemMessage(
         prompts.render(

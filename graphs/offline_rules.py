@@ -27,7 +27,7 @@ from memory.extraction import (
     relation_in,
     trim_phrase,
 )
-from memory.store.records import normalize_text
+from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
@@ -765,7 +765,13 @@ def _changes(
     )
     content = f"用户说：{said}。" if zh else f"User said: {said}."
     kind = RECORD_KIND.get(reading.kind, "fact")
-    return [_cand(kind, old[1], content, None, 0.8).model_copy(update={"updates": old[0]})]
+    # A raw statement listed stands for what was extracted from it (the store files the
+    # update over that: `StoreReader.active_record`); its own subject is no memory's.
+    subject = old[1]
+    if subject.startswith(TURN_SUBJECT):
+        named = reading.family in FAMILY_PREFIX
+        subject = _subject(reading, sentence) if named else f"note.{_slug(sentence)[:24]}"
+    return [_cand(kind, subject, content, None, 0.8).model_copy(update={"updates": old[0]})]
 
 
 def _said_by(fix: Correction, known: Sequence[Known]) -> tuple[str, str] | None:
@@ -832,9 +838,13 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         now: When it was said; relative dates resolve against it.
         known: `(id, subject, content)` of what is remembered on the message's subjects,
             best match first (the extraction prompt's list): an update names the memory it
-            changes.
+            changes. A raw statement listed (`episode.turn.…`) stands for the memory
+            extracted from it, which a recall hid behind it: only an update by meaning
+            names it (a correction's old value, a moved event are read from memories).
 
     """
+    said = list(known)
+    known = [k for k in said if not k[1].startswith(TURN_SUBJECT)]
     out = Extraction()
     sentences = split_sentences(text)
     readings = read_utterances([*sentences, text] if len(sentences) > 1 else sentences)
@@ -879,8 +889,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             found = (
                 [] if news else _statements(sentence, reading, now, typed=typed, context=context)
             )
-            if reading.intent == "update" and known:
-                found = _changes(sentence, reading, found, known)
+            if reading.intent == "update" and said:
+                found = _changes(sentence, reading, found, said)
         for cand in found:
             if reading.intent == "update" and fix is None:
                 cand = _updates(cand, known)

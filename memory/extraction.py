@@ -166,6 +166,9 @@ def junk_reason(candidate: CandidateMemory) -> str | None:
         or not _SLUG.match(subject)
     ):
         return f"subject {subject[:MAX_SUBJECT_CHARS]!r} is not a short dotted key"
+    if subject.startswith("episode.") and not candidate.updates:
+        # A raw statement listed in the prompt lends its id to an update, never its subject.
+        return f"subject {subject!r} is a raw statement's, not a memory's"
     words = _SLOT.sub(" ", candidate.content)
     if _PLACEHOLDER.match(words) or not any(c.isalpha() for c in words):
         return f"content {candidate.content[:40]!r} is a placeholder, not a sentence"

@@ -17,6 +17,7 @@ from memory.store.records import (
     Kind,
     MemoryRecord,
     UserId,
+    is_raw_turn,
     namespace,
     subject_under,
     utcnow,
@@ -89,6 +90,12 @@ class StoreReader:
         Thursdays", read as an event, is filed as the weekly habit it ends.
         """
         found = self.get_many(user_id, [(kind, rid) for kind in STATED_KINDS]).get(rid)
+        raw = None if found else self.get_many(user_id, [("episode", rid)]).get(rid)
+        if raw is not None and is_raw_turn(raw):
+            # A raw statement stands for the newest memory extracted from it: a recall shows
+            # "I bank with Barclays, have done since uni" and hides "User said: I bank with
+            # Barclays.", which an update of it changes.
+            found = next((r for r in self.scan(user_id) if rid in r.source.statement_ids), None)
         if found is None or found.status != "active" or not self.may_read(found):
             return None
         return found

@@ -113,6 +113,14 @@ def test_coerce_drops_the_junk_and_keeps_the_rest() -> None:
     assert [f.query for f in out.forget] == ["that"]
 
 
+def test_a_raw_statements_subject_is_junk_unless_the_candidate_updates_it() -> None:
+    said = "User said: I switched to a barber on King Street."
+    raw = {"kind": "fact", "subject": "episode.turn.t1", "content": said}
+    assert junk_reason(CandidateMemory(**raw)) is not None
+    # Its id in `updates`: the store files the update over what was extracted from it.
+    assert junk_reason(CandidateMemory(**raw, updates="abc123")) is None
+
+
 def test_salvage_reads_an_object_wrapped_in_prose_or_a_fence() -> None:
     obj = {"memories": [BERLIN]}
     assert salvage_json(json.dumps(obj)) == obj

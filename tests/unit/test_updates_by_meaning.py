@@ -195,3 +195,21 @@ def test_news_of_one_more_health_item_changes_none_it_does_not_name() -> None:
     ]
     assert changed_record("最近医生让我少吃盐，咸菜都戒了", "health", records) is None
     assert changed_record("高血压现在控制住了，药也停了", "health", records) == 0
+
+
+async def test_an_update_of_a_memory_shown_as_its_raw_statement_changes_it(index: Any) -> None:
+    # The recall shows "I get my hair cut at Salon Verde, have done for years" and hides the
+    # memory extracted from it; the extraction prompt lists the raw statement, and the
+    # update that names it changes that memory (it was filed as a new employer instead).
+    store = InMemoryStore()
+    service = MemoryService(store, index)
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)
+    await _turn(graph, "u", "t1", "I get my hair cut at Salon Verde, have done for years",
+                T0.isoformat())  # fmt: skip
+    await _turn(graph, "u", "t1", "switched my haircuts to a barber on King Street, Verde closed",
+                (T0 + timedelta(hours=1)).isoformat())  # fmt: skip
+    typed = [r for r in await service.alist("u") if r.kind != "episode"]
+    assert [r.content for r in typed] == [
+        "User said: switched my haircuts to a barber on King Street, Verde closed."
+    ], typed
+    assert not typed[0].subject.startswith(("work.", "episode."))
