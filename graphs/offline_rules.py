@@ -843,8 +843,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             names it (a correction's old value, a moved event are read from memories).
 
     """
-    said = list(known)
-    known = [k for k in said if not k[1].startswith(TURN_SUBJECT)]
+    listed = list(known)
+    known = [k for k in listed if not k[1].startswith(TURN_SUBJECT)]
     out = Extraction()
     sentences = split_sentences(text)
     readings = read_utterances([*sentences, text] if len(sentences) > 1 else sentences)
@@ -889,8 +889,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             found = (
                 [] if news else _statements(sentence, reading, now, typed=typed, context=context)
             )
-            if reading.intent == "update" and said:
-                found = _changes(sentence, reading, found, said)
+            if reading.intent == "update" and listed:
+                found = _changes(sentence, reading, found, listed)
         for cand in found:
             if reading.intent == "update" and fix is None:
                 cand = _updates(cand, known)

@@ -475,6 +475,7 @@ def _says_that(sentence: str) -> bool:
     from memory.understanding.updates import parts_of  # it imports this module
 
     parts = parts_of(sentence)[1:]
+    # A part says "that" when forget is its likelier reading (0.5, set by hand, not tuned).
     return not parts or any(r.target == "that" and r.forget >= 0.5 for r in read_utterances(parts))
 
 

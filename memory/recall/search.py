@@ -117,13 +117,10 @@ def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> s
     if len(sentences) < 2:
         return set()
     readings = read_utterances(sentences)
-    if not any(r.asks or asks_by_form(s) for s, r in zip(sentences, readings, strict=True)):
+    asks = [r.asks or asks_by_form(s) for s, r in zip(sentences, readings, strict=True)]
+    if not any(asks):
         return set()
-    said = normalize_text(
-        " ".join(
-            s for s, r in zip(sentences, readings, strict=True) if not (r.asks or asks_by_form(s))
-        )
-    )
+    said = normalize_text(" ".join(s for s, a in zip(sentences, asks, strict=True) if not a))
     whole = normalize_text(query)
     return {
         i
@@ -334,13 +331,13 @@ class Recall:
         # Only candidates and core memories are looked at: the cost of a query must not
         # grow with every memory the user has.
         dense = _as_near_as_said(dense, records)
-        echoes = _echoes(query, records, {i for i, _ in dense} | {i for i, _ in lexical})
+        near = self._family_matches(snap.records, query, k, now)
+        echoes = _echoes(query, records, {i for i, _ in [*dense, *lexical]} | set(near))
         dense = [(i, sim) for i, sim in dense if i not in echoes]
         lexical = [(i, score) for i, score in lexical if i not in echoes]
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
-        near = self._family_matches(snap.records, query, k, now)
-        family = set(near) - _echoes(query, records, set(near))
+        family = set(near) - echoes
         if family:
             family |= _said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
