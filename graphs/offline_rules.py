@@ -440,11 +440,12 @@ def _event(
 
     A plan or a past event needs its speaker ("we launch on Friday"), unless it moves one
     (`moved`, the model reads an update): "上线改到下周五了" moves the launch the user
-    spoke of. A Chinese clause may leave its speaker out ("周五得去趟银行"): `said`, the
-    model reads it as the user's own statement or plan, stands for the speaker there.
+    spoke of. A clause may leave its speaker out ("周五得去趟银行", "got a dentist appt on
+    the 14th"): `said`, the model reads it as the user's own statement or plan, stands for
+    the speaker there.
     """
     mention = find_date(clause, now, lean=statement_lean(clause))
-    speaker = _PLAN.search(clause) or (said and has_cjk(clause))
+    speaker = _PLAN.search(clause) or said
     if mention is None or not (moved or speaker):
         return None
     days = (mention.end - mention.day).days if mention.end else 0

@@ -208,6 +208,13 @@ def _zh_day_of_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | N
     return day_of_month(t, _ZH_SHIFT[g[1]], day, f) if day else None
 
 
+# A day of the month alone ("改到22号了"): not a line, a building or a seat numbered so.
+@_rule(r"(?<![\d月一二三四五六七八九十两])" + ZD + "[日号](?![线楼店门床房院厅台机位车馆码])")
+def _zh_day_of_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
+    day = zh_int(g[1])
+    return day_of_month(t, None, day, f) if day and day <= 31 else None
+
+
 @_rule(_ZREL + "个?月(?![饼亮光球])")
 def _zh_relative_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
     first = add_months(t.replace(day=1), _ZH_SHIFT[g[1]])
@@ -451,7 +458,11 @@ def _en_relative_month_day(g: re.Match[str], t: date, f: bool) -> DaySpan | None
     return day_of_month(t, {"last": -1, "this": 0, "next": 1}[g[1]], int(g[2]), f)
 
 
-@_rule(rf"\bon\s+the\s+(\d{{1,2}}){ORD}\b")
+# "on the 14th", "pushed to the 22nd": not "to the 3rd floor" or "for the 2nd time".
+_NOT_A_DAY = r"(?!\s+(?:floor|time|century|place|row|grade|round|lap|level|step|attempt|stop|exit))"
+
+
+@_rule(rf"\b(?:on|to|for|till|until|by)\s+the\s+(\d{{1,2}}){ORD}\b" + _NOT_A_DAY)
 def _en_day_of_month(g: re.Match[str], t: date, f: bool) -> DaySpan | None:
     return day_of_month(t, None, int(g[1]), f)
 

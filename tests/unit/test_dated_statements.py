@@ -77,6 +77,8 @@ DATED = [
     ("月初我们发工资", "2026-12-01"),
     ("我约了周五和老王吃饭", "2026-11-20"),
     ("周五我们开会了", "2026-11-13"),
+    # no speaker said: the model reads the user's own plan
+    ("got a dentist appt on the 20th", "2026-11-20"),
 ]
 
 

@@ -85,6 +85,10 @@ TABLE = [
     ("What happened on 9 November, 2022?", "2022-11-09", "2022-11-09"),
     ("What movie did he watch on October 6, 2022?", "2022-10-06", "2022-10-06"),
     ("what did we do at Christmas?", "2025-12-25", "2026-12-25"),
+    # a day of the month alone: a question's leans back, a statement's ahead
+    ("the review got pushed to the 22nd", "2026-10-22", "2026-11-22"),
+    ("my flu jab is booked for the 20th", "2026-10-20", "2026-11-20"),
+    ("复查改到25号了", "2026-10-25", "2026-11-25"),
     # --- English: spans
     ("any plans for this weekend?", "2026-11-21..2026-11-22", "2026-11-21..2026-11-22"),
     ("over the weekend I painted the fence", "2026-11-14..2026-11-15", "2026-11-21..2026-11-22"),
@@ -120,6 +124,10 @@ NO_DATE = [
     "recently I started running",
     "我住在5号楼",
     "the meeting ran from 3:15 to 4:30",
+    "I take the lift to the 3rd floor",
+    "for the 2nd time I asked",
+    "坐3号线去公司",
+    "我在2号门等你",
 ]
 
 
