@@ -41,6 +41,7 @@ FRESH_SETS = {
     "fresh10": DATA / "understanding_fresh10.json",
     "fresh11": DATA / "understanding_fresh11.json",
     "fresh12": DATA / "understanding_fresh12.json",
+    "fresh13": DATA / "understanding_fresh13.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -51,9 +52,9 @@ third's misses were worked on (nobody working on them read it); the fifth likewi
 fifth author, while the fourth's misses were worked on; the sixth likewise, by a sixth
 author, while the fifth's misses were worked on; the seventh likewise, by a seventh author,
 while the sixth's misses were worked on; the eighth likewise, by an eighth author, while the
-seventh's misses were worked on; the ninth to the twelfth likewise, each by an author of its
-own, while the misses of the one before were worked on (the twelfth, run once all of a stop's
-work was in)."""
+seventh's misses were worked on; the ninth to the thirteenth likewise, each by an author of
+its own, while the misses of the one before were worked on (the twelfth, run once all of a
+stop's work was in; the thirteenth, first run before any of the next stop's work)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

@@ -12,7 +12,7 @@ forget request); then the median time per utterance of the model (one utterance 
 the encoder included, nothing cached) and of the old keyword rules, in the same run.
 
 Also, in the same JSON: the fresh sets (`benchmarks/data/understanding_fresh.json`, and
-`understanding_fresh2.json` to `understanding_fresh12.json`, each written blind by another
+`understanding_fresh2.json` to `understanding_fresh13.json`, each written blind by another
 author; in no split) through the
 offline extractor, and with ``--graph`` through the compiled graph
 (`benchmarks/_fresh_graph.py`: typed, recalled in the top 5, updates, forgets, the dinner
@@ -57,7 +57,14 @@ from memory.extraction import (  # noqa: E402
 )
 from memory.index.embeddings import make_embedder  # noqa: E402
 from memory.understanding import Reading, read_utterances  # noqa: E402
-from memory.understanding.corpus import FAMILIES, INTENTS, TRAP, Utterance, load_split  # noqa: E402
+from memory.understanding.corpus import (  # noqa: E402
+    FAMILIES,
+    INTENTS,
+    TRAP,
+    Utterance,
+    asking_test,
+    load_split,
+)
 from memory.understanding.features import sentence_vectors  # noqa: E402
 from memory.understanding.model import load_model  # noqa: E402
 
@@ -192,6 +199,34 @@ def by_language(items: Sequence[Utterance], labels: Sequence[Label]) -> dict[str
         rows = [i for i, u in enumerate(items) if u.lang == lang]
         out[lang] = score([items[i] for i in rows], [labels[i] for i in rows])
     out["all"] = score(items, labels)
+    return out
+
+
+def indirect_questions() -> dict[str, Any]:
+    """Return, per language, how the model reads the held-out indirect questions.
+
+    `family_accuracy` over all of them (the `none` ones are general questions that must
+    lift nothing), `user_family_accuracy` over those that depend on a fact of the user,
+    `none_as_family` how many general ones were read as about a family of the user's, and
+    `read_as_question` how many were read as questions at all.
+    """
+    items = asking_test()
+    out: dict[str, Any] = {}
+    for lang in ("en", "zh"):
+        mine = [u for u in items if u.lang == lang]
+        read = [model_label(u.text) for u in mine]
+        user = [(u, r) for u, r in zip(mine, read, strict=True) if u.family != "none"]
+        general = [(u, r) for u, r in zip(mine, read, strict=True) if u.family == "none"]
+        out[lang] = {
+            "n": len(mine),
+            "family_accuracy": round(
+                sum(r[2] == u.family for u, r in zip(mine, read, strict=True)) / len(mine), 4
+            ),
+            "user_family_accuracy": round(sum(r[2] == u.family for u, r in user) / len(user), 4),
+            "none_as_family": sum(r[2] != "none" for _, r in general),
+            "general": len(general),
+            "read_as_question": sum(r[0] == "question" for r in read),
+        }
     return out
 
 
@@ -369,6 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rules": rule_time,
             "load_avg": load_avg(),
         },
+        "indirect_questions": indirect_questions(),
         "fresh_set": {name: fresh_set(name) for name in FRESH_SETS},
         "rules_check": rules_check(items),
         "targets": {

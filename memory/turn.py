@@ -25,7 +25,7 @@ from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, 
 from memory.privacy.screen import describe as describe_withheld
 from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
-from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn
+from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn, normalize_text
 from memory.summary import ThreadSummary
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
@@ -339,13 +339,25 @@ def notices(
     return out
 
 
-def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> list[Statement]:
+def archivable(
+    statements: Sequence[Statement], changes: Sequence[Change], extraction: Extraction | None = None
+) -> list[Statement]:
     """Return the statements worth keeping raw.
 
     Questions, forget requests and small talk state nothing. A statement whose memory was refused to
     this agent is archived for no one, and one whose memory was withheld as sensitive is
-    not kept either: the raw copy would hold what the decision kept out.
+    not kept either: the raw copy would hold what the decision kept out. Nor is one that
+    names what a forget request of its message asks to forget (`extraction.forget`, by
+    topic): "还有我头疼那个老毛病，你也别记着了" is cut at its comma, and its first part, kept
+    raw, would keep the very topic.
     """
+    asked = [q.query for q in extraction.forget if not is_deictic(q.query)] if extraction else []
+    # A topic is its key words ("我头疼 老毛病"): a statement names it when it says them all.
+    topics = [
+        words
+        for q in asked
+        if len("".join(words := [w for w in map(normalize_text, q.split()) if w])) >= _TOPIC_CHARS
+    ]
     blocked = {
         sid
         for c in changes
@@ -355,7 +367,10 @@ def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> li
     kept = [
         st
         for st in statements
-        if st.id not in blocked and not is_question(st.text) and not asks_to_forget(st.text)
+        if st.id not in blocked
+        and not is_question(st.text)
+        and not asks_to_forget(st.text)
+        and not any(all(w in normalize_text(st.text) for w in words) for words in topics)
     ]
     # Small talk states nothing either ("Morning!", "lol ok", "晚安！"), nor does a request
     # to the assistant with no question mark ("Give me three tips for a job interview"):
@@ -372,6 +387,8 @@ def archivable(statements: Sequence[Statement], changes: Sequence[Change]) -> li
     ]
 
 
+_TOPIC_CHARS = 2
+"""The least letters a forget request's topic must have to keep a statement naming it out."""
 SMALL_TALK = 0.9
 """The model's chit-chat probability above which a statement is not kept raw."""
 

@@ -113,11 +113,16 @@ NO_EPISODE_FLOOR = float("inf")
 """Raw turns need a word in common with the query."""
 DEFAULT_DENSE_WEIGHT = 0.3
 NO_MARGIN = float("inf")
+FAMILY_MARGIN = 2.0
+"""What is filed under the family a question asks about is a candidate within this many dense
+margins of the best hit ("how cold before my pup needs a coat?" and "it's far too cold to go
+out tonight" share a word, and the dog sat one margin below); hand-set, see
+`docs/recall-tuning.md` for what it costs in noise."""
 
 LANGUAGE_TUNING: dict[tuple[str, str], dict[str, float]] = {
     ("local", "en"): {"episode_floor": 0.15, "dense_margin": 0.15},
     ("local", "zh"): {"dense_weight": 5.0, "relevance_floor": 0.0, "episode_floor": 0.15,
-                      "dense_margin": 0.15, "lexical_margin": 0.3},
+                      "dense_margin": 0.13, "lexical_margin": 0.3},
     ("local-e5", "en"): {"episode_floor": 0.8, "dense_margin": 0.05},
     ("local-e5", "zh"): {"dense_weight": 5.0, "relevance_floor": 0.8, "episode_floor": 0.84,
                          "dense_margin": 0.05, "lexical_margin": 0.05},
@@ -422,9 +427,13 @@ def rank(
     # In Chinese a lexical match may be one shared character; there it can be asked to come
     # within `lexical_margin` of the best similarity too.
     lex_cut = top_sim - t.lexical_margin
-    candidates = {i for i in lex if best.get(i, 0.0) >= lex_cut} | {
-        i for i, v in best.items() if v >= cut
-    }
+    # What is filed under the family a question asks about gets a wider margin (`FAMILY_MARGIN`):
+    # a remark sharing a word with the question must not cut what the model read it as about.
+    candidates = (
+        {i for i in lex if best.get(i, 0.0) >= lex_cut}
+        | {i for i, v in best.items() if v >= cut}
+        | {i for i in asked if raw.get(i, 0.0) >= top_sim - FAMILY_MARGIN * t.dense_margin}
+    )
     # Raw turns with no word in common come back only above the (higher) episode floor.
     candidates = {
         i for i in candidates

@@ -350,6 +350,8 @@ class Recall:
             # answer would be cut with them ("Where am I employed these days?" found nothing).
             best = max([floor, *(sim for _, sim in dense)])
 
+            own = dict(dense)
+
             def lift(i: str) -> float:
                 if slot_of(snap.records[i].subject):
                     return best
@@ -360,7 +362,9 @@ class Recall:
                 # finds near a meal (an anniversary dinner) no longer comes between them.
                 if near.get(i) is not None:
                     return best + NEARER * (near[i] or 0.0)
-                return floor
+                # Level with each other, they keep the order of their own nearness: "my boy
+                # needs a coat on walks" reaches the greyhound before the car.
+                return floor + NEARER * max(own.get(i, 0.0), 0.0)
 
             have = {i for i, _ in dense}
             dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]

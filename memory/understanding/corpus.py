@@ -27,6 +27,13 @@ MEDICINE = ("medicine.en.txt", "medicine.zh.txt")
 `other` (health without one, diet, and everyday routines said the same way): the medicine
 head's lines (`memory.understanding.train.fit_medicine`)."""
 MEDICINE_LABELS = ("medicine", "other")
+ASKING = ("asking.en.txt", "asking.zh.txt")
+"""Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
+labelled with the family of the user's facts a good answer depends on though the question
+does not name it, and general questions on the same topics labelled `none`. A quarter of
+them (`asking_held_out`, by a seeded hash of the line) is the `asking_test` split: no fit and
+no setting sees it; the rest goes to train."""
+ASKING_TEST = "asking_test"
 """Sources whose lines go to the train split only: phrasings added after the splits were
 fixed (to fix a failure seen outside the test split), so the dev and test splits stay as
 they were."""
@@ -80,7 +87,7 @@ def read_sources(directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES)
     """Return every labelled utterance of the hand-written sources `names`, in file order."""
     out: list[Utterance] = []
     for name in names:
-        lang = name.split(".")[0]
+        lang = next(part for part in name.split(".") if part in ("en", "zh"))
         labels: tuple[str, str, str, str] | None = None
         path = directory / name
         for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -149,9 +156,22 @@ def split(
     return out
 
 
+def asking_held_out(text: str, seed: int = SEED) -> bool:
+    """Return True for the quarter of the `ASKING` lines that is their test split."""
+    return zlib.crc32(f"{seed}:asking:{text}".encode()) % 4 == 0
+
+
 def corpus_splits(directory: Path = CORPUS_DIR) -> dict[str, list[Utterance]]:
     """Return the splits of every source: the split ones, then the train-only ones."""
-    return split(read_sources(directory), train_only=read_sources(directory, TRAIN_ONLY))
+    asking = read_sources(directory, ASKING)
+    train_only = read_sources(directory, TRAIN_ONLY)
+    train_only += [u for u in asking if not asking_held_out(u.text)]
+    return split(read_sources(directory), train_only=train_only)
+
+
+def asking_test(directory: Path = CORPUS_DIR) -> list[Utterance]:
+    """Return the held-out quarter of the indirect questions (`ASKING`)."""
+    return [u for u in read_sources(directory, ASKING) if asking_held_out(u.text)]
 
 
 def load_split(name: str, directory: Path = CORPUS_DIR) -> list[Utterance]:

@@ -168,7 +168,9 @@ def said_around(
     (`continued`) and is filed by its kind (`habit.`, read alone as a schedule), must go
     with it, as must a clause kept only as a raw statement. A clause filed under a family
     of its own is a statement of its own and stays ("我对花生过敏，平时特别爱吃辣" keeps
-    the spice).
+    the spice), except a medicine going on with a health record taken: it is what the
+    condition is treated with ("偏头痛老毛病了，…，包里布洛芬常备" goes whole with "我头疼那个
+    老毛病").
     """
     said = {sid for r in taken for sid in (r.source.statement_ids or [r.id])}
     going = {cid for sid in said for cid in continued(sid, records)} - said
@@ -178,12 +180,18 @@ def said_around(
         if not is_raw_turn(r) and not r.subject.startswith(_BY_KIND)
         for sid in r.source.statement_ids
     }
-    going -= own
+    treats: set[str] = set()
+    if any(family_of(r.subject) == "health" for r in taken):
+        raw = {r.id: r.content for r in records if is_raw_turn(r) and r.id in going & own}
+        readings = read_utterances(list(raw.values()))
+        treats = {sid for sid, reading in zip(raw, readings, strict=True) if reading.medicine}
+    going -= own - treats
     return [
         r
         for r in records
         if (r.id in going and is_raw_turn(r))
         or (r.subject.startswith(_BY_KIND) and going.intersection(r.source.statement_ids))
+        or treats.intersection(r.source.statement_ids)
     ]
 
 

@@ -136,3 +136,28 @@ def test_a_remark_said_again_beside_a_question_is_no_answer_to_it(service: Memor
     assert said[1][1] not in got
     # Said as a statement of its own, it is found as ever.
     assert said[1][1] in [h.record.content for h in service.search("u", "the garage form", 5)]
+
+
+def test_a_family_asked_about_is_not_cut_by_a_remark_sharing_a_word(
+    service: MemoryService,
+) -> None:
+    # "cold" matches two remarks far above anything else, and the cut relative to the best
+    # hit dropped what is filed under the family the model reads the question as about;
+    # those come back, nearest to the question first (the dog before the car).
+    save_facts(
+        service,
+        [
+            ("possessions.car", "User said: I drive an old Volvo estate."),
+            ("possessions.typewriters", "User said: I collect vintage typewriters."),
+            ("possessions.whippet", "User said: our whippet Noodle turns nine in May."),
+            ("likes.busstop", "User said: it was bitterly cold at the bus stop this morning."),
+            ("likes.tonight", "User said: it's far too cold to go out tonight."),
+        ],
+        T0,
+    )
+    got = [
+        h.record.subject
+        for h in service.search("u", "is it too cold to take my pup out tonight?", 5)
+    ]
+    assert "possessions.whippet" in got, got
+    assert got.index("possessions.whippet") < got.index("possessions.car"), got

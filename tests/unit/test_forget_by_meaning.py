@@ -226,3 +226,39 @@ def test_medicine_takes_medicines_only() -> None:
     assert got and got <= {"r2", "r5"}, got
     # A drug named that is no one remembered takes nothing, the other medicines stay.
     assert by_meaning("that I take warfarin", pool) == []
+
+
+async def _said(graph: object, texts: list[str]) -> None:
+    from langchain_core.messages import HumanMessage
+
+    from graphs.context import Context
+
+    for text in texts:
+        await graph.ainvoke(  # type: ignore[attr-defined]
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": "t1"}},
+            context=Context(user_id="u"),
+        )
+
+
+async def test_a_condition_forgotten_takes_the_medicine_said_on_with_it(index: object) -> None:
+    # The spray goes on with the rhinitis (no subject of its own) and is what treats it; the
+    # city said after it in the same sentence is a statement of its own and stays.
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from graphs.memory_agent import build_graph
+    from graphs.settings import Settings
+
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)  # type: ignore[arg-type]
+    await _said(
+        graph, ["我有慢性鼻炎，一换季就犯，床头一直放着一瓶内舒拿，我住在杭州", "帮我写个请假条"]
+    )
+    await _said(graph, ["还有我鼻炎那个老毛病，你也别记着了，不想老被翻出来"])
+    kept = " | ".join(
+        r.content
+        for r in MemoryService(store, index).list("u", include_turns=True)  # type: ignore[arg-type]
+    )
+    assert "内舒拿" not in kept and "鼻炎" not in kept, kept
+    assert "杭州" in kept

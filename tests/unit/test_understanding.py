@@ -16,6 +16,7 @@ from graphs.offline_rules import _from_reading, extract_rules
 from memory.extraction import forget_requests
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterances
 from memory.understanding.corpus import (
+    ASKING,
     FAMILIES,
     INTENTS,
     KINDS,
@@ -23,6 +24,7 @@ from memory.understanding.corpus import (
     TRAIN_ONLY,
     TRAP,
     Utterance,
+    asking_test,
     corpus_splits,
     load_split,
     read_sources,
@@ -74,6 +76,22 @@ def test_the_splits_are_disjoint_fixed_and_hold_traps_and_forgets() -> None:
             mine = [u for u in items if u.lang == lang]
             assert any(u.intent == "forget" for u in mine)
             assert any(u.intent != "forget" and TRAP.search(u.text) for u in mine)
+
+
+def test_the_indirect_questions_hold_a_quarter_out_of_every_fit() -> None:
+    asking = read_sources(names=ASKING)
+    held = asking_test()
+    train = {u.text for u in load_split("train")}
+    # the held-out quarter is in no split a fit or a setting reads; the rest is in train
+    assert held and not {u.text for u in held} & train
+    assert {u.text for u in asking} - {u.text for u in held} <= train
+    assert not {u.text for u in held} & {u.text for u in [*load_split("dev"), *load_split("test")]}
+    for lang in ("en", "zh"):
+        mine = [u for u in held if u.lang == lang]
+        assert 0.15 * len([u for u in asking if u.lang == lang]) < len(mine)
+        assert {u.intent for u in mine} == {"question"}
+        # both questions that depend on the user's facts and general ones that do not
+        assert "none" in {u.family for u in mine} and len({u.family for u in mine}) > 5
 
 
 def test_the_shipped_weights_are_small_and_load_offline() -> None:
