@@ -398,7 +398,8 @@ _CONJUNCTION = re.compile(
 # what it is joined to still does (`_TENTATIVE`).
 _CLAUSE_BREAK = re.compile(
     r"(?<!\d)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
-    r"|\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)"
+    r"|(?<!\bme)(?<!\byou)(?<!\bhim)(?<!\bher)(?<!\bus)(?<!\bthem)"
+    r"\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)"
     r"|\s+and\s+(?=(?:will\s+|would\s+)?(?:probably|maybe|perhaps|might)\b)",
     re.I,
 )
@@ -873,8 +874,10 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         # After a forget request, what follows says why ("Feels a bit too personal."): a
         # value a pattern knows is still kept ("I live in Oslo now."), the rest is no memory.
         # News of a routine is one statement in the user's words, filed over the routine.
+        # A reason changes nothing remembered either ("he passed last week" after "stop
+        # keeping stuff about my dog" moved another event to last week).
         firm = not _TENTATIVE.search(sentence)  # else only its firm clauses state anything
-        news = firm and bool(known) and _news(sentence, reading, known)
+        news = firm and bool(known) and not asking and _news(sentence, reading, known)
         if news:
             reading = replace(reading, intent="update")
         typed = reading.intent in _STATES and not asking
@@ -890,10 +893,10 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             found = (
                 [] if news else _statements(sentence, reading, now, typed=typed, context=context)
             )
-            if reading.intent == "update" and listed:
+            if reading.intent == "update" and listed and not asking:
                 found = _changes(sentence, reading, found, listed)
         for cand in found:
-            if reading.intent == "update" and fix is None:
+            if reading.intent == "update" and fix is None and not asking:
                 cand = _updates(cand, known)
             if len(out.memories) < MAX_CANDIDATES:
                 out.memories.append(cand)

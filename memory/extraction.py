@@ -347,7 +347,7 @@ _FORGET_ZH: list[re.Pattern[str]] = [
         r"(?:记住|记着|记下|记录|记|保存|存下|存)(?:下来|住)?(?P<q>.*)$"
     ),
     re.compile(
-        _ZH_LEAD + r"(?P<q>.+?)(?:就)?(?:不用|不要|别|不必|无需)(?:再)?"
+        _ZH_LEAD + r"(?P<q>.+?)[，,]?(?:你)?(?:也|都|就)?(?:不用|不要|别|不必|无需)(?:再)?"
         r"(?:记住|记着|记下|记录|记)(?:了|啦|吧)*$"
     ),
     re.compile(
@@ -379,7 +379,8 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     that = "这个" if has_cjk(s) else "that"
     if _RETRACT_EN.match(s) or _RETRACT_ZH.match(s):
         return ForgetRequest(query=that)
-    for pat in _FORGET_ZH if has_cjk(s) else _FORGET_EN:
+    topic_first = _TOPIC_FIRST_ZH if has_cjk(s) else _TOPIC_FIRST_EN
+    for pat in [*(_FORGET_ZH if has_cjk(s) else _FORGET_EN), topic_first]:
         m = pat.match(s)
         if m is None:
             continue
@@ -388,7 +389,33 @@ def forget_span(sentence: str) -> ForgetRequest | None:
             continue
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(m.group("q") or ""))
         return ForgetRequest(query=query or that)
+    # A reason may follow a request said topic first ("…也删掉呗，最近不去了", "…forget that
+    # too, I've stopped going"): the request is then the sentence up to a comma.
+    parts = _REASON_BREAK.split(s)
+    for n in range(len(parts) - 2, 0, -2):
+        m = topic_first.match(parts[0] + "".join(parts[1:n]))
+        if m is not None:
+            return ForgetRequest(query=trim_phrase(m.group("q")) or that)
     return None
+
+
+# The topic first, then the request with a pronoun for it ("the quiz thing — please
+# forget that too", "my old job, delete it").
+_TOPIC_FIRST_EN = re.compile(
+    r"^(?:(?:and|also|oh|plus|ok|okay|so)\s+)*(?P<q>.+?)\s*[,—–:;-]+\s*"
+    r"(?:(?:please|pls|can you|could you|just|and|also)\s+)*"
+    r"(?:forget|delete|drop|remove|erase|wipe|scratch|clear)\s+"
+    r"(?:that|it|this|those|them)(?:\s+(?:too|as well|also|please|from (?:your )?memory))*$",
+    re.I,
+)
+# The topic first, with no 把 (`_FORGET_ZH` reads those), asked ("我周末打球那个也删掉呗");
+# "照片都删掉了" says what was done, so it must end as a request does.
+_TOPIC_FIRST_ZH = re.compile(
+    r"^(?:(?:请|麻烦你?|另外|还有|然后|对了|哦|那就|还是)[，, ]*)*(?P<q>[^把]+?)[，,]?"
+    r"(?:你)?(?:帮我)?(?:也|都|就|一起|一并)?(?:给我)?"
+    r"(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:吧|呗|啊|呀|哈)+$"
+)
+_REASON_BREAK = re.compile(r"(\s*[，,]\s*)")
 
 
 _ONE_WORD = re.compile(rf"[{HAN}]{{1,4}}|[A-Za-z][A-Za-z'-]*")

@@ -122,6 +122,26 @@ TOPIC = [
         gone=("Lyon",),
         kept=("vegetarian",),
     ),
+    # The topic first, then the request with a pronoun for it, and a reason after it: the
+    # topic goes, and the other statement stays.
+    Case(
+        "topic-en-topic-first",
+        (
+            "I do salsa classes every Tuesday night.",
+            "I'm allergic to kiwi.",
+            "oh and the salsa thing — please forget that too, I quit last month",
+        ),
+        "Any plans you'd suggest for my week?",
+        gone=("salsa",),
+        kept=("kiwi",),
+    ),
+    Case(
+        "topic-zh-topic-first",
+        ("我每周三晚上去学游泳。", "我对猕猴桃过敏。", "还有我学游泳那个也删掉吧，不学了"),
+        "这周有什么安排建议？",
+        gone=("游泳",),
+        kept=("猕猴桃",),
+    ),
     Case(
         "topic-zh-that-said-again",
         ("我住在苏州。", "我不吃香菜。", "我住哪儿你就别记了。这个你就别留着了。"),

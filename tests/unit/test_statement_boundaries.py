@@ -45,6 +45,35 @@ def test_a_value_after_a_forget_request_is_still_kept() -> None:
     assert [(m.subject, m.value) for m in out.memories] == [("profile.city", "Tromsø now")]
 
 
+def test_a_reason_after_a_forget_request_changes_nothing_remembered() -> None:
+    # Read alone, "she moved out in October" is an update with a day: it would move the
+    # dentist appointment, the one dated memory the extraction was shown.
+    known = [("e1", "event.dentist", "dentist appointment on the 14th (2026-12-14).")]
+    out = extract_rules(
+        "Can you stop keeping stuff about my old flatmate? She moved out last week.", NOW, known
+    )
+    assert out.forget
+    assert all(m.updates is None and m.subject != "event.dentist" for m in out.memories), [
+        (m.subject, m.updates) for m in out.memories
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "pieces"),
+    [
+        # "me and my mates" is one subject; a comma, or "I" after "and", starts a clause
+        ("Most Fridays me and my brother play five-a-side.", 1),
+        ("Me and my wife run a bakery in Hove.", 1),
+        ("I live in Leeds and my sister lives in York.", 2),
+        ("I called him, and my mum picked up.", 2),
+    ],
+)
+def test_an_object_pronoun_and_my_is_one_subject(text: str, pieces: int) -> None:
+    from memory.text.statements import split_text
+
+    assert len(split_text(text)) == pieces, split_text(text)
+
+
 def test_a_whole_sentence_links_to_every_statement_it_says() -> None:
     text = "我有过敏性鼻炎，床头一直放着一瓶喷剂，每到春天就犯"
     statements = split_message(check_user_id("u1"), "t1", "m1", text)
