@@ -26,7 +26,15 @@ from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
 from memory.text.asking import asks_by_form, split_sentences
-from memory.understanding import family_prefixes, nearness, read_utterance, read_utterances, slot_of
+from memory.understanding import (
+    FAMILY_PREFIX,
+    family_prefixes,
+    nearness,
+    probability_of,
+    read_utterance,
+    read_utterances,
+    slot_of,
+)
 from memory.understanding.updates import in_users_words, parts_of, record_text
 
 log = logging.getLogger(__name__)
@@ -44,6 +52,8 @@ NEARER = 0.05
 nearest to nothing: level with it); they are ordered by their nearness to the question
 (`Recall._family_matches`)."""
 IMMINENT = timedelta(days=14)
+ALSO_ASKED = 0.15
+"""A question is about a second family too when the model gives it at least this."""
 SAID_WITH = 4
 """At most this many raw statements (or memories) of its message come with a clause kept in
 the user's words."""
@@ -430,6 +440,9 @@ class Recall:
         family), and only a family that holds at most `k` memories (one that holds many does
         not say which).
 
+        A question the model gives another family at least `ALSO_ASKED` asks about that one
+        too, the same way ("我们这行最近裁员好多啊，要不要学点别的技能？": skills, and work).
+
         A question that also asks about another family (`ASKED_WITH`: a meal, and what the
         body does not take) counts each family on its own: the user's allergies are not
         fewer because they keep a diet, and a dinner idea must respect both. Its memories
@@ -444,21 +457,34 @@ class Recall:
         if reading.family != "family" and relation_in(query):
             return {}
         also = ASKED_WITH.get(reading.family, ())
-        found: dict[str, float | None] = {}
-        for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
-            ids = sorted(
+
+        def filed(prefixes: tuple[str, ...]) -> list[str]:
+            return sorted(
                 rid
                 for rid, rec in records.items()
                 if rec.kind != "episode"
                 and rec.subject.startswith(prefixes)
                 and rec.is_recallable(now)
             )
+
+        found: dict[str, float | None] = {}
+        for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
+            ids = filed(prefixes)
             if len(ids) > k:
                 continue
             found.update(dict.fromkeys(ids))
             if also:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
+        # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的
+        # 技能？" asks about skills, and about the user's work.
+        # Of someone else ("What does my brother like to eat?"), none of the user's own.
+        for family in () if relation_in(query) else FAMILY_PREFIX:
+            if family in (reading.family, *also) or probability_of(reading, family) < ALSO_ASKED:
+                continue
+            ids = [i for i in filed(family_prefixes(family)) if i not in found]
+            if len(ids) <= k:
+                found.update(dict.fromkeys(ids))
         return found
 
     def mark_recalled(

@@ -230,7 +230,12 @@ def nearness(reading: Reading, asked: Reading) -> float:
     A health memory read against a question about diet: "Shellfish wrecks me." is nearer to
     a meal than "I take levothyroxine every morning".
     """
+    return probability_of(reading, asked.family)
+
+
+def probability_of(reading: Reading, family: str) -> float:
+    """Return the probability the model gives `reading` of being about `family`."""
     labels = load_model().heads["family"].labels
-    if not reading.families or asked.family not in labels:
+    if not reading.families or family not in labels:
         return 0.0
-    return reading.families[labels.index(asked.family)]
+    return reading.families[labels.index(family)]

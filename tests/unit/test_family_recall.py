@@ -161,3 +161,26 @@ def test_a_family_asked_about_is_not_cut_by_a_remark_sharing_a_word(
     ]
     assert "possessions.whippet" in got, got
     assert got.index("possessions.whippet") < got.index("possessions.car"), got
+
+
+def test_a_question_about_two_families_brings_both(service: MemoryService) -> None:
+    # Read as about work first and skills second: what the user can already do belongs in
+    # the answer to "should I learn to code?", though the encoder puts sewing far from it.
+    save_facts(
+        service,
+        [
+            ("work.role", "User said: I'm a paralegal at a law firm."),
+            ("skills.sewing", "User said: I can sew my own clothes."),
+            ("likes.ai", "User said: AI art is everywhere on my feed lately."),
+            ("likes.cats", "User said: cats are better than dogs, fight me."),
+            ("likes.phone", "User said: I spend far too much time on my phone."),
+            ("likes.laptop", "User said: my laptop keeps overheating in the afternoons."),
+            ("likes.scifi", "User said: I read a lot of sci-fi about robots."),
+            ("likes.podcasts", "User said: I listen to tech podcasts on the bus."),
+            ("likes.code", "User said: dress code at weddings confuses me."),
+        ],
+        T0,
+    )
+    question = "my industry is getting hammered by AI, should I learn to code?"
+    got = [h.record.subject for h in service.search("u", question, 5)]
+    assert "skills.sewing" in got and "work.role" in got, got
