@@ -554,6 +554,10 @@ _MEASURE = re.compile(
     r"(?i)\d\s*(?:cm|mm|m|kg|kgs|lbs?|ft|in)\b|\b(?:centimet|met(?:er|re)|kilo|pound|feet|foot"
     r"|inch|stone|tall|height|weigh)\w*|厘米|公分|公斤|千克|斤|米|身高|体重|个子"
 )
+# An amount of money is no age ("saving like $40 a month"): an exact format.
+_MONEY = re.compile(
+    r"(?i)[$€£¥]\s*\d|\d\s*(?:k\b|块|元|刀|美元|英镑|欧元|dollars?\b|bucks\b|quid\b|pounds?\b|euros?\b)"
+)
 _MIN_STATEMENT_CHARS = 4
 
 
@@ -579,6 +583,8 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
             return f"family.{who}.{slug}" if who else f"people.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
+    if reading.family == "age" and _MONEY.search(clause):
+        return f"note.{slug}"  # "saving like $40 a month" is no age
     if reading.kind == "recurring_date":
         what = "birthday" if _BIRTHDAY.search(clause) else "anniversary"
         return f"family.{who}.{what}" if who else f"profile.{what}"

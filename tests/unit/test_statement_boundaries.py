@@ -164,3 +164,12 @@ def test_a_request_to_the_assistant_is_not_kept_raw(request_: str) -> None:
     said = split_message(check_user_id("u1"), "t1", "m1", f"{request_}. I work as a nurse.")
     kept = [st.text for st in archivable(said, [])]
     assert kept == ["I work as a nurse."], kept
+
+
+@pytest.mark.parametrize(
+    "text", ["only paying like $30 a month now lol", "I pay 45 bucks a month for it"]
+)
+def test_an_amount_of_money_is_no_age(text: str) -> None:
+    # The model reads both as about age; an age is never a price.
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.age" not in subjects, subjects
