@@ -296,7 +296,7 @@ _FORGET_EN: list[re.Pattern[str]] = [
         re.I,
     ),
     re.compile(
-        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never) (?:need to )?"
+        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never|not) (?:need to )?"
         r"|stop |i (?:don't|do not) want you to )"
         r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know)"
         r"(?: that| this| it| about)*(?:\s+(?P<q>.*?))?(?: (?:anymore|any more|please))?$",
@@ -393,10 +393,17 @@ def forget_span(sentence: str) -> ForgetRequest | None:
     # too, I've stopped going"): the request is then the sentence up to a comma.
     parts = _REASON_BREAK.split(s)
     for n in range(len(parts) - 2, 0, -2):
-        m = topic_first.match(parts[0] + "".join(parts[1:n]))
-        if m is not None:
-            return ForgetRequest(query=trim_phrase(m.group("q")) or that)
+        head = parts[0] + "".join(parts[1:n])
+        if _RETRACT_EN.match(head) or _RETRACT_ZH.match(head):
+            return ForgetRequest(query=that)  # "actually scratch that, it's not sorted yet"
+        if (m := topic_first.match(head)) is not None:
+            return ForgetRequest(query=_words_of(m.group("q")) or that)
     return None
+
+
+def _words_of(topic: str) -> str:
+    """Return a topic's words without request words ("我健身卡那个事儿": 我健身卡)."""
+    return " ".join(trim_phrase(_REQUEST_WORDS.sub(" ", topic)).split())
 
 
 # The topic first, then the request with a pronoun for it ("the quiz thing — please
@@ -413,7 +420,8 @@ _TOPIC_FIRST_EN = re.compile(
 _TOPIC_FIRST_ZH = re.compile(
     r"^(?:(?:请|麻烦你?|另外|还有|然后|对了|哦|那就|还是)[，, ]*)*(?P<q>[^把]+?)[，,]?"
     r"(?:你)?(?:帮我)?(?:也|都|就|一起|一并)?(?:给我)?"
-    r"(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:吧|呗|啊|呀|哈)+$"
+    r"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:吧|呗|啊|呀|哈)+"
+    r"|(?:别|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
 _REASON_BREAK = re.compile(r"(\s*[，,]\s*)")
 
@@ -518,8 +526,7 @@ def _topic_words(sentence: str) -> str:
             c for c, r in zip(clauses, read_utterances(clauses), strict=True) if r.family != "none"
         ]
         clauses = about or clauses
-    words = _REQUEST_WORDS.sub(" ", " ".join(clauses))
-    return " ".join(trim_phrase(words).split())
+    return _words_of(" ".join(clauses))
 
 
 _RELATION = re.compile(

@@ -27,7 +27,7 @@ from memory.store.records import (
 )
 from memory.summary import came_from
 from memory.text.language import HAN
-from memory.text.phrases import Phrase, key_phrase, phrase_of, states
+from memory.text.phrases import NOT_A_MODIFIER, Phrase, key_phrase, phrase_of, states
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
 from memory.understanding.topics import by_meaning, continued, family_of, said_with
 
@@ -378,7 +378,8 @@ def forget_phrase(
     family = family or (read_utterance(query).family if query else "none")
     # Longest first, each match used up: "email address" is not also an "address".
     for word in sorted(_FORGET_ALIASES, key=len, reverse=True):
-        pattern = rf"(?<![a-z]){re.escape(word)}(?![a-z])" if word.isascii() else re.escape(word)
+        whole = rf"(?<![a-z]){re.escape(word)}{NOT_A_MODIFIER}"  # "my work van" is no work
+        pattern = whole if word.isascii() else re.escape(word)
         if re.search(pattern, low):
             owners = {family_of(p.rstrip(".")) for p in _FORGET_ALIASES[word]} - {None}
             if family not in FAMILY_PREFIX or not owners or family in owners:
@@ -397,9 +398,8 @@ def is_clause(query: str) -> bool:
     q = query.strip().removeprefix("that ").strip()
     if re.search(r"(?i)\b(?:where|what|which|who|when|how)\b|哪|什么|谁|多少|几", q):
         return False  # "where I work", 我叫什么: a topic named by a question
-    return bool(re.match(r"(?i)^(?:I|I'm|I've|I'd|I was|I used to)\b", q)) or bool(
-        re.match(f"^我(?!的|们的)[{HAN}]", q)
-    )
+    mine = re.match(r"(?i)^(?:I|I'm|I've|I'd|I was|I used to)\b", q)
+    return bool(mine or re.match(f"^我(?!的|们的)[{HAN}]", q))
 
 
 def forget_targets(

@@ -95,7 +95,9 @@ class ThreadCuts:
         # statement is then found as said or as its redacted copy (an earlier turn's).
         out = redact(text) if screen and self.redact else text
         for said in self.statements:
-            for form in dict.fromkeys((said, redact(said))):
+            # Quoted in a list ("根据我记得的：…；…"), a statement loses its full stop.
+            bare = said.rstrip("。.!！")
+            for form in dict.fromkeys((said, redact(said), bare, redact(bare))):
                 if form and form in out:
                     out = out.replace(form, marker)
         if self.phrases:
@@ -111,11 +113,15 @@ class ThreadCuts:
         tell Lena before" keeps its second half when Kyoto is forgotten.
         """
         out = []
+        # A forgotten statement quoted in an item ('- [episode · …] "我下个月要去上海出差。"').
+        quoted = [b for said in self.statements if len(b := said.rstrip("。.!！")) >= 4]
         for item in items:
             kept = [
                 s
                 for s in split_text(str(item))
-                if s not in self.statements and not any(states(s, p) for p in self.phrases)
+                if s not in self.statements
+                and not any(b in s for b in quoted)
+                and not any(states(s, p) for p in self.phrases)
             ]
             if kept:
                 text = str(item) if len(kept) == len(split_text(str(item))) else " ".join(kept)

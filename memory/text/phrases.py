@@ -47,6 +47,14 @@ _ZH_LEFT = frozenset(
 _ZH_RIGHT = frozenset("的了吗呢吧啊呀和与及跟同或也都就还又很把被给对在是过着市省县区里上这那")
 
 
+NOT_A_MODIFIER = (
+    r"(?![a-z])(?!\s+(?!(?:stuff|things?|details?|info|life|related|history|situation|and|or"
+    r"|too|either|please|anymore|any|as|now|at|for|in|with|since|then|i|is|was)\b)[a-z])"
+)
+"""After an English word: it is not a modifier of a noun after it ("my work van" is a van,
+not work; "work stuff", "where I work now" are work)."""
+
+
 @dataclass(frozen=True)
 class Phrase:
     """What a phrase names, ready to match: English stems and Chinese words."""

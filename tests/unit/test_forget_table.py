@@ -143,6 +143,47 @@ TOPIC = [
         kept=("猕猴桃",),
     ),
     Case(
+        "topic-en-can-you-not-keep",
+        (
+            "I had knee surgery in March.",
+            "I live in Oslo.",
+            "also can you not keep the stuff about my knee surgery? it's a bit personal",
+        ),
+        "Anything I should know before a long walk?",
+        gone=("surgery", "knee"),
+        kept=("Oslo",),
+    ),
+    Case(
+        "topic-zh-topic-first-dont-keep",
+        (
+            "我最近在驾校学车。",
+            "我不吃香菜。",
+            "对了我学车那事儿你别记了，不想学了",
+        ),
+        "周末有什么安排建议？",
+        gone=("驾校",),
+        kept=("香菜",),
+    ),
+    Case(
+        "topic-zh-can-you-not-keep",
+        ("我上个月做了个胃镜。", "我住在南京。", "能不能别存胃镜的事？有点隐私"),
+        "周末有什么安排建议？",
+        gone=("胃镜",),
+        kept=("南京",),
+    ),
+    # "my work laptop" is a laptop: the job stays.
+    Case(
+        "topic-en-a-modifier-is-no-family",
+        (
+            "I'm a nurse at St Mary's.",
+            "My work laptop is a clunky old ThinkPad.",
+            "please forget my work laptop",
+        ),
+        "What do I do for a living?",
+        gone=("ThinkPad",),
+        kept=("nurse",),
+    ),
+    Case(
         "topic-zh-that-said-again",
         ("我住在苏州。", "我不吃香菜。", "我住哪儿你就别记了。这个你就别留着了。"),
         "周末有什么安排建议？",
@@ -294,6 +335,26 @@ TOPIC = [
 ]
 
 DEICTIC = [
+    Case(
+        "deictic-zh-with-a-reason",
+        ("我不吃辣。", "我下个月要去上海出差。", "当我没说，还没定呢"),
+        "我下个月有什么安排？",
+        gone=("上海",),
+        kept=("辣",),
+    ),
+    # A reason after the request: it is still the request, and what it gives as a reason is
+    # no memory.
+    Case(
+        "deictic-en-with-a-reason",
+        (
+            "I'm vegetarian.",
+            "I got the job at Initech!",
+            "ok scratch that, forget what I just said, it's not official yet",
+        ),
+        "Where do I work?",
+        gone=("Initech",),
+        kept=("vegetarian",),
+    ),
     Case(
         "deictic-en-scratch",
         ("I love jazz.", "I hate cilantro.", "Scratch that."),
