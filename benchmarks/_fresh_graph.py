@@ -42,6 +42,7 @@ FRESH_SETS = {
     "fresh11": DATA / "understanding_fresh11.json",
     "fresh12": DATA / "understanding_fresh12.json",
     "fresh13": DATA / "understanding_fresh13.json",
+    "fresh14": DATA / "understanding_fresh14.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -52,9 +53,10 @@ third's misses were worked on (nobody working on them read it); the fifth likewi
 fifth author, while the fourth's misses were worked on; the sixth likewise, by a sixth
 author, while the fifth's misses were worked on; the seventh likewise, by a seventh author,
 while the sixth's misses were worked on; the eighth likewise, by an eighth author, while the
-seventh's misses were worked on; the ninth to the thirteenth likewise, each by an author of
+seventh's misses were worked on; the ninth to the fourteenth likewise, each by an author of
 its own, while the misses of the one before were worked on (the twelfth, run once all of a
-stop's work was in; the thirteenth, first run before any of the next stop's work)."""
+stop's work was in; the thirteenth, first run before any of the next stop's work; the
+fourteenth, kept unread until that stop's work was nearly in)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
