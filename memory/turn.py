@@ -95,8 +95,7 @@ class ThreadCuts:
         # statement is then found as said or as its redacted copy (an earlier turn's).
         out = redact(text) if screen and self.redact else text
         for said in self.statements:
-            # Quoted in a list ("根据我记得的：…；…"), a statement loses its full stop.
-            bare = said.rstrip("。.!！")
+            bare = _unstopped(said)
             for form in dict.fromkeys((said, redact(said), bare, redact(bare))):
                 if form and form in out:
                     out = out.replace(form, marker)
@@ -114,7 +113,7 @@ class ThreadCuts:
         """
         out = []
         # A forgotten statement quoted in an item ('- [episode · …] "我下个月要去上海出差。"').
-        quoted = [b for said in self.statements if len(b := said.rstrip("。.!！")) >= 4]
+        quoted = [b for said in self.statements if len(b := _unstopped(said)) >= 4]
         for item in items:
             kept = [
                 s
@@ -359,11 +358,8 @@ def archivable(
     """
     asked = [q.query for q in extraction.forget if not is_deictic(q.query)] if extraction else []
     # A topic is its key words ("我头疼 老毛病"): a statement names it when it says them all.
-    topics = [
-        words
-        for q in asked
-        if len("".join(words := [w for w in map(normalize_text, q.split()) if w])) >= _TOPIC_CHARS
-    ]
+    topics = [[w for w in map(normalize_text, q.split()) if w] for q in asked]
+    topics = [words for words in topics if len("".join(words)) >= _TOPIC_CHARS]
     blocked = {
         sid
         for c in changes
@@ -391,6 +387,11 @@ def archivable(
         if st.id in stated
         or not ((r.intent == "chitchat" and r.confidence >= SMALL_TALK) or r.asks)
     ]
+
+
+def _unstopped(statement: str) -> str:
+    """Return a statement without its full stop, as it is quoted in a list ("…：…；…")."""
+    return statement.rstrip("。.!！")
 
 
 _TOPIC_CHARS = 2

@@ -25,12 +25,11 @@ _SENTENCE_END = re.compile(rf"(?<=[.!?]){NOT_AN_END}\s+(?=\S)|(?<=[。！？；;
 _CUT = r"\[forgotten |［已按"
 """The start of a forgotten statement's marker: a clause starts there as the statement did."""
 _ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})")
-# "me and my mates do the pub quiz" is one subject, not two clauses (a comma would say so).
-_NOT_A_SUBJECT_END = (
-    r"(?<!\b[Mm]e)(?<!\b[Yy]ou)(?<!\b[Hh]im)(?<!\b[Hh]er)(?<!\b[Uu]s)(?<!\b[Tt]hem)"
-)
+# "me and my mates do the pub quiz" is one subject, not two clauses (a comma would say so);
+# both splitters use it (`graphs.offline_rules`).
+NOT_A_SUBJECT_END = r"(?<!\b[Mm]e)(?<!\b[Yy]ou)(?<!\b[Hh]im)(?<!\b[Hh]er)(?<!\b[Uu]s)(?<!\b[Tt]hem)"
 _EN_CLAUSE = re.compile(
-    rf"(?:,\s+|{_NOT_A_SUBJECT_END}\s+)(?:and|but|while|whereas)\s+"
+    rf"(?:,\s+|{NOT_A_SUBJECT_END}\s+)(?:and|but|while|whereas)\s+"
     rf"(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b|{_CUT})"
     rf"|,\s+(?=(?:I|I'm|I've|my)\s|{_CUT})",
 )

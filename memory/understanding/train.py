@@ -327,8 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The indirect questions train the family head only: as questions they moved the intent
     # head's line between a statement and a question, and statements went unkept.
     asking = {u.text for u in read_sources(names=ASKING)}
-    train = [u for u in load_split("train") if u.text not in asking]
-    questions = [u for u in load_split("train") if u.text in asking]
+    fitted = load_split("train")
+    train = [u for u in fitted if u.text not in asking]
+    questions = [u for u in fitted if u.text in asking]
     dev = load_split("dev")
     both = [*train, *dev]
     vectors = sentence_vectors([u.text for u in both])
