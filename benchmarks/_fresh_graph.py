@@ -43,6 +43,9 @@ FRESH_SETS = {
     "fresh12": DATA / "understanding_fresh12.json",
     "fresh13": DATA / "understanding_fresh13.json",
     "fresh14": DATA / "understanding_fresh14.json",
+    "fresh15": DATA / "understanding_fresh15.json",
+    "fresh16": DATA / "understanding_fresh16.json",
+    "fresh17": DATA / "understanding_fresh17.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -56,7 +59,10 @@ while the sixth's misses were worked on; the eighth likewise, by an eighth autho
 seventh's misses were worked on; the ninth to the fourteenth likewise, each by an author of
 its own, while the misses of the one before were worked on (the twelfth, run once all of a
 stop's work was in; the thirteenth, first run before any of the next stop's work; the
-fourteenth, kept unread until that stop's work was nearly in)."""
+fourteenth, kept unread until that stop's work was nearly in). The fifteenth and sixteenth
+were first run before any of the next stop's work, and some of their phrasings were then
+given as examples in the brief of a training corpus, so only their first runs are blind;
+the seventeenth was kept unread until that stop's work was in."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

@@ -557,6 +557,22 @@ _MEASURE = re.compile(
 _MONEY = re.compile(
     r"(?i)[$€£¥]\s*\d|\d\s*(?:k\b|块|元|刀|美元|英镑|欧元|dollars?\b|bucks\b|quid\b|pounds?\b|euros?\b)"
 )
+# An age is a number ("I'm 38", "turning forty", "今年五十八岁"): one that counts a time or a
+# thing ("retired two years now", "taught for 38 years", "练了大半年", "16年的车") is none,
+# however the model reads the sentence. An exact format: the words for numbers and units.
+_EN_NUMBER = (
+    r"\d{1,3}(?:s\b)?|(?:twen|thir|for|fif|six|seven|eigh|nine)ties"
+    r"|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ]?(?:one|two|three|four"
+    r"|five|six|seven|eight|nine)\b)?|eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen"
+    r"|one|two|three|four|five|six|seven|eight|nine|ten"
+)
+_AGE_NUMBER = re.compile(
+    rf"(?i)(?<![\w.,:/$€£¥])(?:{_EN_NUMBER})(?![\w.,:/])"
+    r"(?!\s*-?\s*(?:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|times?|km|miles?"
+    r"|am|pm|o'clock)\b(?!\s*-?\s*old))"
+    r"|(?<![第\d一二两三四五六七八九十$€£¥])(?:\d{1,3}|[一二两三四五六七八九十]{1,3})"
+    r"(?:多|出头)?(?:岁|周岁|了|(?=[，。,.!！?？~～]|$))|奔[二三四五六七八九]"
+)
 _MIN_STATEMENT_CHARS = 4
 
 
@@ -582,8 +598,8 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
             return f"family.{who}.{slug}" if who else f"people.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
-    if reading.family == "age" and _MONEY.search(clause):
-        return f"note.{slug}"  # "saving like $40 a month" is no age
+    if reading.family == "age" and (_MONEY.search(clause) or not _AGE_NUMBER.search(clause)):
+        return f"note.{slug}"  # "saving like $40 a month", "I'm retired two years now"
     if reading.kind == "recurring_date":
         what = "birthday" if _BIRTHDAY.search(clause) else "anniversary"
         return f"family.{who}.{what}" if who else f"profile.{what}"
@@ -900,6 +916,10 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             )
             if reading.intent == "update" and listed and not asking:
                 found = _changes(sentence, reading, found, listed)
+        if asking:
+            # A dated happening said with a forget request is why ("wipe what you have on the
+            # old dog. we had him put down Monday"): kept, it would keep what is forgotten.
+            found = [c for c in found if c.kind != "event"]
         for cand in found:
             if reading.intent == "update" and fix is None and not asking:
                 cand = _updates(cand, known)

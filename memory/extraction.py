@@ -462,33 +462,37 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     not; "Oops, take that back." does) and what it points at: "that" (the previous
     statement), a subject family, or everything, whether the request is asked ("Do you
     mind dropping the notes on my cousin?") or not; a question about memory ("Have I told
-    you about my job?") is the model's to tell apart. The words it names come from the wording
-    when a pattern knows it (`forget_span`), else from the sentence without its request
-    words; a family adds its subject prefix.
+    you about my job?") is the model's to tell apart. Its words are the wording's where a
+    pattern knows it (`forget_span`), else the sentence's less its request words.
     """
     reading = read_utterance(sentence)
     found = forget_span(sentence)
     # The request's wording is evidence too: with it, the model need only not rule it out
-    # (the floor is chosen on the dev split with the model, `memory.understanding.train`).
+    # (the floor is chosen out of fold with the model, `memory.understanding.train`).
     floor = load_model().span_floor(language_of(sentence))
+    # Said first, then why ("wait, forget what I just said, Jo can't come"): the first part
+    # is the request if both heads read it so, and the forget head the whole too.
+    head = _REASON_BREAK.split(sentence.strip(), maxsplit=1)[0]
+    if found is None and reading.intent != "forget" and head != sentence.strip():
+        first = read_utterance(head)
+        if first.intent == "forget" and min(first.asks_to_forget, reading.asks_to_forget) >= 0.5:
+            return forget_requests(head)
     if reading.intent != "forget" and (
         not names_something(found, reading) or reading.forget < floor
     ):
         return []
-    # A request is often asked, as a favour ("Would you mind dropping …?", "能不能别记…？"); a
-    # question whether it was done ("Have you deleted my address") asks, whatever the model reads.
-    # A polite tag's question mark ("…, ok?") asks nothing (`memory.text.asking`).
+    # Asked as a favour ("Would you mind dropping …?", "能不能别记…？", "…, ok?") it is one;
+    # asked whether it was done ("Have you deleted my address") it asks (`memory.text.asking`).
     if found is None and asks_by_form(without_tag(sentence)) and not asks_a_favour(sentence):
         return []
     that = "这个" if has_cjk(sentence) else "that"
-    deictic = reading.target == "that" and _says_that(sentence)
-    if deictic:
-        return [ForgetRequest(query=that)]
+    if reading.target == "that":
+        # Read as taking back the last statement, "remove the last line from that card
+        # verse" is about a text: unworded, the forget head must say so too (`_says_that`).
+        worded = found is not None and found.query == that
+        return [ForgetRequest(query=that)] if worded or _says_that(sentence) else []
     if found is None:
-        words = _topic_words(sentence)
-        if not words and reading.target == "that":
-            return []  # "that" by no part of it, and no topic either: nothing to forget
-        found = ForgetRequest(query=words or that)
+        found = ForgetRequest(query=_topic_words(sentence) or that)
     query = _ZH_ADDRESSEE.sub("", found.query) or found.query
     subject = found.subject
     if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
@@ -500,18 +504,19 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
 
 
 def _says_that(sentence: str) -> bool:
-    """Return True if a part of a sentence read as "that" says so itself, or it has one part.
+    """Return True if a part of a sentence read as "that" says so itself (or its one part).
 
-    "That" takes back a whole message (`memory.lifecycle.forget_targets`), so the reading
-    must come from a part that says it: in "actually scratch that last thing, don't keep
-    it" the first part does; in "don't worry about formatting, just give me the list",
-    read whole as "that", no part does.
+    "That" takes back a whole message (`memory.lifecycle.forget_targets`): in "actually
+    scratch that last thing, don't keep it" the first part says it; in "don't worry about
+    formatting, just give me the list", read whole as "that", no part does.
     """
     from memory.understanding.updates import parts_of  # it imports this module
 
-    parts = parts_of(sentence)[1:]
-    # A part says "that" when forget is its likelier reading (0.5, set by hand, not tuned).
-    return not parts or any(r.target == "that" and r.forget >= 0.5 for r in read_utterances(parts))
+    parts = parts_of(sentence)[1:] or [sentence]
+    # Forget is the likelier reading (0.5, by hand, not tuned) of both heads: the forget head
+    # has read requests about a text ("drop the last bullet point from that list").
+    read = read_utterances(parts)
+    return any(r.target == "that" and min(r.forget, r.asks_to_forget) >= 0.5 for r in read)
 
 
 def _topic_words(sentence: str) -> str:

@@ -354,7 +354,8 @@ def archivable(
     not kept either: the raw copy would hold what the decision kept out. Nor is one that
     names what a forget request of its message asks to forget (`extraction.forget`, by
     topic): "还有我头疼那个老毛病，你也别记着了" is cut at its comma, and its first part, kept
-    raw, would keep the very topic.
+    raw, would keep the very topic. Nor is what follows a forget request with no memory
+    taken from it: the request's reason.
     """
     asked = [q.query for q in extraction.forget if not is_deictic(q.query)] if extraction else []
     # A topic is its key words ("我头疼 老毛病"): a statement names it when it says them all.
@@ -380,6 +381,11 @@ def archivable(
     # I do for a living?"). Only what the model is sure of, and only when no memory was
     # taken from it.
     stated = {sid for c in changes for sid in c.record.source.statement_ids}
+    # What follows a forget request and states no memory says why ("…the old dog. we had to
+    # have him put down Monday"): kept raw, the reason would keep what the request takes back.
+    asks = [i for i, st in enumerate(statements) if asks_to_forget(st.text)]
+    why = {st.id for st in statements[asks[0] + 1 :]} - stated if asks else set()
+    kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
     return [
         st

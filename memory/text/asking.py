@@ -37,7 +37,13 @@ _WH_STATEMENT_EN = re.compile(
     r"|what an?\b|what such\b|which (?:reminds|means)\b)",
     re.I,
 )
-_ASK_EN = re.compile(r"^(?:please\s+)?(?:tell me|remind me|guess)\b", re.I)
+# A request to the assistant opens with its verb ("give me a pasta sauce I could make on the
+# weekend", "recommend a film for tonight"): it asks for something and states nothing.
+_ASK_EN = re.compile(
+    r"^(?:(?:please|pls|ok|so|now|hey)\s+)*(?:tell me|remind me|guess|(?:give|show|send|write|find"
+    r"|get|make|lend|bring)\s+me\b|recommend|suggest|explain|describe)\b",
+    re.I,
+)
 
 # Chinese question words. Used non-interrogatively they are indefinite or universal
 # pronouns ("我什么都吃", "谁都知道", "怎么也睡不着", "没什么事"), or sit in an embedded

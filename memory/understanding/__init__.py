@@ -145,6 +145,11 @@ class Reading:
     plain statement: `memory.understanding.updates.NEWS_FLOOR`)."""
     families: tuple[float, ...] = ()
     """The probability of each family (`family` is the likeliest), in the model's label order."""
+    asks_to_forget: float = 0.0
+    """The `forget` head's probability of forget: a head fitted with requests worded like a
+    forget request that are none ("remove the last line from that card verse", "把上面那段第二
+    句去掉") besides the intent head's lines. A request to take back "that" needs it
+    (`memory.extraction.forget_requests`)."""
     medicine: bool = False
     """Whether it is about a medicine the user takes or uses ("每天早上吃一片缬沙坦", "the pills
     I'm on"): the `medicine` head at its threshold (`UnderstandingModel.medicine_threshold`)."""
@@ -186,6 +191,11 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 target=_label(model.heads["target"].labels, list(probs["target"][i])),
                 confidence=row[intents.index(intent)],
                 forget=float(probs["intent"][i][forget]),
+                asks_to_forget=float(
+                    probs["forget"][i][model.heads["forget"].labels.index("forget")]
+                    if "forget" in probs
+                    else probs["intent"][i][forget]
+                ),
                 update=float(probs["intent"][i][update]),
                 families=tuple(float(p) for p in probs["family"][i]),
                 medicine="medicine" in probs

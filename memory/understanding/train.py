@@ -3,7 +3,8 @@
 Deterministic (zero-initialised softmax heads, full-batch Adam, fixed steps): the same
 corpus gives the same weights. Settings (n-gram weight, L2) are chosen out of fold on train
 and dev together, the forget threshold on dev; the final heads are fitted on train and dev
-together. The test split is never read here.
+together (the forget head with the trap lines too, `memory.understanding.corpus.TRAPS`). The
+test split is never read here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from memory.understanding.corpus import ASKING, Utterance, load_split, read_medicine, read_sources
+from memory.understanding.corpus import (
+    ASKING,
+    TRAPS,
+    Utterance,
+    load_split,
+    read_medicine,
+    read_sources,
+)
 from memory.understanding.features import ENCODER_DIM, features, ngram_matrix, sentence_vectors
 from memory.understanding.model import HEADS, Head, UnderstandingModel, save_model
 
@@ -327,9 +335,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The indirect questions train the family head only: as questions they moved the intent
     # head's line between a statement and a question, and statements went unkept.
     asking = {u.text for u in read_sources(names=ASKING)}
+    traps = {u.text for u in read_sources(names=TRAPS)}
     fitted = load_split("train")
-    train = [u for u in fitted if u.text not in asking]
+    train = [u for u in fitted if u.text not in asking and u.text not in traps]
     questions = [u for u in fitted if u.text in asking]
+    trapped = [u for u in fitted if u.text in traps]
     dev = load_split("dev")
     both = [*train, *dev]
     vectors = sentence_vectors([u.text for u in both])
@@ -355,16 +365,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     oof = out_of_fold_forget(both, vectors, grams, ngram_weight, l2)
     floor, oof_scores = choose_span_floor(both, oof, threshold)
     final = fit(both, vectors, grams, ngram_weight, l2)
-    if questions:
-        texts = [u.text for u in questions]
-        final |= fit(
-            [*both, *questions],
+
+    def with_lines(extra: list[Utterance], head: str) -> Head:
+        texts = [u.text for u in extra]
+        v, g = (
             np.vstack([vectors, sentence_vectors(texts)]),
             np.vstack([grams, ngram_matrix(texts)]),
-            ngram_weight,
-            l2,
-            ("family",),
         )
+        return fit([*both, *extra], v, g, ngram_weight, l2, (head,))[head]
+
+    if trapped:
+        # The forget head: the intent head fitted with the trap lines too, of which only the
+        # forget column is read (`memory.understanding.Reading.asks_to_forget`).
+        final["forget"] = with_lines(trapped, "intent")
+    if questions:
+        final["family"] = with_lines(questions, "family")
     final["medicine"], medicine_threshold, medicine = fit_medicine(ngram_weight, l2, both)
     save_model(UnderstandingModel(final, ngram_weight, threshold, floor, medicine_threshold))
     summary = {

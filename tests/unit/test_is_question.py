@@ -81,6 +81,10 @@ EN_QUESTIONS = [
     "What about my sister",
     "Whose birthday is next",
     "Should I bring an umbrella tomorrow",
+    # A request opened by its verb asks for something: "on the weekend" made it an event.
+    "give me a good stew I could make on the weekend",
+    "Recommend a film for Friday night",
+    "suggest a quick lunch for tomorrow",
 ]
 EN_STATEMENTS = [
     "I'm vegetarian and live in Berlin.",
@@ -103,6 +107,9 @@ EN_STATEMENTS = [
     "Nobody knows where the keys are",
     "Do remember that I work night shifts",
     "I know who took my bike",
+    "Name's Tom, by the way",
+    "list of my meds: ibuprofen and cetirizine",
+    "Recommended by my GP: half a tablet a day",
 ]
 
 

@@ -31,6 +31,9 @@ NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
         "Please erase the notes about my divorce. I'd rather keep that between me and my lawyer.",
         "Would you mind wiping what you have on my knee surgery? It's kind of embarrassing.",
         "别记我前任的事了。想起来就心烦。",
+        # A dated reason is none either: kept as an event, it keeps what the request takes back.
+        "Can you wipe what you have on my old cat? We had to have her put down on Monday.",
+        "我前男友的事都删了吧。上周六我们正式分手了。",
     ],
 )
 def test_what_follows_a_forget_request_is_no_memory(text: str) -> None:
@@ -167,9 +170,41 @@ def test_a_request_to_the_assistant_is_not_kept_raw(request_: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "I moved to Leeds in May. Please wipe what you have on the old dog, he died on Monday.",
+        "I moved to Leeds in May. 我吃药那些你别记了，那是我跟医生之间的事。",
+    ],
+)
+def test_the_reason_after_a_forget_request_is_not_kept_raw(text: str) -> None:
+    from memory.turn import archivable
+
+    said = split_message(check_user_id("u1"), "t1", "m1", text)
+    kept = [st.text for st in archivable(said, [], extract_rules(text, NOW))]
+    assert kept == ["I moved to Leeds in May."], kept
+
+
+@pytest.mark.parametrize(
     "text", ["only paying like $30 a month now lol", "I pay 45 bucks a month for it"]
 )
 def test_an_amount_of_money_is_no_age(text: str) -> None:
     # The model reads both as about age; an age is never a price.
     subjects = [m.subject for m in extract_rules(text, NOW).memories]
     assert "profile.age" not in subjects, subjects
+
+
+@pytest.mark.parametrize(
+    "text", ["I'm retired two years now", "taught maths in the school for 38 years",
+             "业余在自学吉他，练了大半年吧", "开的是辆二手思域，16年的"]
+)  # fmt: skip
+def test_a_count_of_time_is_no_age(text: str) -> None:
+    # An age is a number the user is; a span of time or a car's year is none, and filed as
+    # `profile.age` it would replace or contest the age on record.
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.age" not in subjects, subjects
+
+
+@pytest.mark.parametrize("text", ["I'm 38", "Sorry, I'm 39, not 38.", "我今年三十二岁"])
+def test_an_age_said_as_a_number_is_the_users_age(text: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.age" in subjects, subjects

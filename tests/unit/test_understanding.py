@@ -99,9 +99,9 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     assert size < 1_000_000
     model = load_model()
     meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
-    heads = {"intent", "kind", "family", "target", "medicine"}
+    heads = {"intent", "kind", "family", "target", "medicine", "forget"}
     assert set(model.heads) == set(meta["labels"]) == heads
-    assert set(model.heads["intent"].labels) == set(INTENTS)
+    assert set(model.heads["intent"].labels) == set(model.heads["forget"].labels) == set(INTENTS)
     assert model.heads["medicine"].labels == ("medicine", "other")
     assert 0.5 <= model.forget_threshold < 1.0
     assert 0.5 <= model.medicine_threshold < 1.0

@@ -135,9 +135,11 @@ def test_a_dislike_said_with_feeling_is_a_preference(text: str) -> None:
     assert [m.kind for m in got] == ["preference"], got
 
 
-async def _turn(graph: Any, user: str, thread: str, text: str, hours: float) -> None:
+async def _turn(
+    graph: Any, user: str, thread: str, text: str, hours: float, t0: datetime = T0
+) -> None:
     await graph.ainvoke(
-        {"messages": [HumanMessage(text)], "turn_time": (T0 + timedelta(hours=hours)).isoformat()},
+        {"messages": [HumanMessage(text)], "turn_time": (t0 + timedelta(hours=hours)).isoformat()},
         {"configurable": {"thread_id": thread}},
         context=Context(user_id=user),
     )
@@ -149,17 +151,24 @@ async def _turn(graph: Any, user: str, thread: str, text: str, hours: float) -> 
         ("My commute to the office takes 35 minutes.",
          "Sorry, my commute is 50 minutes, not 35.", "50", "35"),
         ("我每周去健身房两次。", "我每周去健身房三次，刚才说的两次不对。", "三次", "两次"),
-        ("The team offsite is on Thursday.", "Not Thursday, Saturday.", "2026-12-05",
-         "2026-12-03"),
+        ("The team offsite is on Thursday.", "Not Thursday, Saturday.", "+5", "+3"),
     ],
 )  # fmt: skip
 async def test_a_correction_supersedes_the_value_it_corrects_through_the_graph(
     index: Any, said: str, correction_: str, new: str, old: str
 ) -> None:
+    # A dated event is said in a week still to come: one of T0's week has expired by now,
+    # and an expired event is no longer there to correct. "+N" is N days after that Monday.
+    today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0)
+    t0 = today + timedelta(days=7 - today.weekday())
+    new, old = (
+        (t0 + timedelta(days=int(v[1:]))).date().isoformat() if v.startswith("+") else v
+        for v in (new, old)
+    )
     store = InMemoryStore()
     graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)
-    await _turn(graph, "u", "t1", said, 0)
-    await _turn(graph, "u", "t2", correction_, 1)
+    await _turn(graph, "u", "t1", said, 0, t0)
+    await _turn(graph, "u", "t2", correction_, 1, t0)
     typed = [r for r in MemoryService(store, index).list("u") if r.kind != "episode"]
     said_ = [f"{r.content} {r.value or ''}" for r in typed]
     assert any(new in s for s in said_), said_
