@@ -31,7 +31,7 @@ from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
-from memory.text.statements import NOT_A_SUBJECT_END, continues, split_text
+from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
     RECORD_KIND,
@@ -398,7 +398,7 @@ _CONJUNCTION = re.compile(
 # what it is joined to still does (`_TENTATIVE`).
 _CLAUSE_BREAK = re.compile(
     r"(?<!\d)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
-    rf"|{NOT_A_SUBJECT_END}\s+(?:and|but|also)\s+(?=(?:i|i'm|we|we're|my)\b)"
+    rf"|{NOT_A_SUBJECT_END}\s+(?:and|but|also)\s+(?=(?:{I_ALONE}|i'm|we|we're|my)\b)"
     r"|\s+and\s+(?=(?:will\s+|would\s+)?(?:probably|maybe|perhaps|might)\b)",
     re.I,
 )

@@ -28,9 +28,11 @@ _ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})")
 # "me and my mates do the pub quiz" is one subject, not two clauses (a comma would say so);
 # both splitters use it (`graphs.offline_rules`).
 NOT_A_SUBJECT_END = r"(?<!\b[Mm]e)(?<!\b[Yy]ou)(?<!\b[Hh]im)(?<!\b[Hh]er)(?<!\b[Uu]s)(?<!\b[Tt]hem)"
+# "Tomasz and I are doing the drive": "I" with a plural verb is the end of one subject.
+I_ALONE = r"I(?!\s+(?:are|were)\b)"
 _EN_CLAUSE = re.compile(
     rf"(?:,\s+|{NOT_A_SUBJECT_END}\s+)(?:and|but|while|whereas)\s+"
-    rf"(?=(?:I|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b|{_CUT})"
+    rf"(?=(?:{I_ALONE}|I'm|I've|I'd|I'll|my|we|we're|our|he|she|they)\b|{_CUT})"
     rf"|,\s+(?=(?:I|I'm|I've|my)\s|{_CUT})",
 )
 MIN_CHARS = 4

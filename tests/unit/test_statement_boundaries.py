@@ -67,6 +67,9 @@ def test_a_reason_after_a_forget_request_changes_nothing_remembered() -> None:
         # "me and my mates" is one subject; a comma, or "I" after "and", starts a clause
         ("Most Fridays me and my brother play five-a-side.", 1),
         ("Me and my wife run a bakery in Hove.", 1),
+        # "X and I" with a plural verb is one subject ("I are doing" was kept, and "Tomasz")
+        ("Tomasz and I are doing the coast drive in January.", 1),
+        ("My wife and I were in Rome last May.", 1),
         ("I live in Leeds and my sister lives in York.", 2),
         ("I called him, and my mum picked up.", 2),
     ],
