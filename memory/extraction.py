@@ -471,7 +471,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     head = _REASON_BREAK.split(sentence.strip(), maxsplit=1)[0]
     if found is None and reading.intent != "forget" and head != sentence.strip():
         first = read_utterance(head)
-        if first.intent == "forget" and min(first.asks_to_forget, reading.asks_to_forget) >= 0.5:
+        if first.intent == "forget" and min(first.forget_head, reading.forget_head) >= 0.5:
             return forget_requests(head)
     # Worded, the intent head need only not rule it out (floor chosen out of fold); unworded,
     # both heads read forget likelier than not ("帮我把这段话里的错别字删掉": 0.91 and 0.16).
@@ -479,7 +479,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     floor = load_model().span_floor(language_of(sentence))
     if reading.intent != "forget" and (not worded or reading.forget < floor):
         return []
-    if not worded and reading.asks_to_forget < 0.5:
+    if not worded and reading.forget_head < 0.5:
         return []
     # Asked as a favour ("Would you mind dropping …?", "能不能别记…？", "…, ok?") it is one;
     # asked whether it was done ("Have you deleted my address") it asks (`memory.text.asking`).
@@ -489,8 +489,8 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     if reading.target == "that":
         # Read as taking back the last statement, "remove the last line from that card
         # verse" is about a text: unworded, the forget head must say so too (`_says_that`).
-        worded = found is not None and found.query == that
-        return [ForgetRequest(query=that)] if worded or _says_that(sentence) else []
+        said_that = found is not None and found.query == that
+        return [ForgetRequest(query=that)] if said_that or _says_that(sentence) else []
     if found is None:
         found = ForgetRequest(query=_topic_words(sentence) or that)
     query = _ZH_ADDRESSEE.sub("", found.query) or found.query
@@ -515,8 +515,8 @@ def _says_that(sentence: str) -> bool:
     parts = parts_of(sentence)[1:] or [sentence]
     # Forget is the likelier reading (0.5, by hand, not tuned) of both heads: the forget head
     # has read requests about a text ("drop the last bullet point from that list").
-    read = read_utterances(parts)
-    return any(r.target == "that" and min(r.forget, r.asks_to_forget) >= 0.5 for r in read)
+    readings = read_utterances(parts)
+    return any(r.target == "that" and min(r.forget, r.forget_head) >= 0.5 for r in readings)
 
 
 def _topic_words(sentence: str) -> str:

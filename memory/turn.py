@@ -367,12 +367,13 @@ def archivable(
         if c.action in ("withheld", "refused")
         for sid in c.record.source.statement_ids
     }
+    requests = {st.id for st in statements if asks_to_forget(st.text)}
     kept = [
         st
         for st in statements
         if st.id not in blocked
+        and st.id not in requests
         and not is_question(st.text)
-        and not asks_to_forget(st.text)
         and not any(all(w in normalize_text(st.text) for w in words) for words in topics)
     ]
     # Small talk states nothing either ("Morning!", "lol ok", "晚安！"), nor does a request
@@ -383,7 +384,7 @@ def archivable(
     stated = {sid for c in changes for sid in c.record.source.statement_ids}
     # What follows a forget request and states no memory says why ("…the old dog. we had to
     # have him put down Monday"): kept raw, the reason would keep what the request takes back.
-    asks = [i for i, st in enumerate(statements) if asks_to_forget(st.text)]
+    asks = [i for i, st in enumerate(statements) if st.id in requests]
     why = {st.id for st in statements[asks[0] + 1 :]} - stated if asks else set()
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []

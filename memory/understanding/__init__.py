@@ -145,7 +145,7 @@ class Reading:
     plain statement: `memory.understanding.updates.NEWS_FLOOR`)."""
     families: tuple[float, ...] = ()
     """The probability of each family (`family` is the likeliest), in the model's label order."""
-    asks_to_forget: float = 0.0
+    forget_head: float = 0.0
     """The `forget` head's probability of forget: a head fitted with requests worded like a
     forget request that are none ("remove the last line from that card verse", "把上面那段第二
     句去掉") besides the intent head's lines. A request to take back "that" needs it
@@ -191,7 +191,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 target=_label(model.heads["target"].labels, list(probs["target"][i])),
                 confidence=row[intents.index(intent)],
                 forget=float(probs["intent"][i][forget]),
-                asks_to_forget=float(
+                forget_head=float(
                     probs["forget"][i][model.heads["forget"].labels.index("forget")]
                     if "forget" in probs
                     else probs["intent"][i][forget]

@@ -22,6 +22,9 @@ from pathlib import Path
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
 SOURCES = ("en.txt", "zh.txt")
 TRAIN_ONLY = ("en.train.txt", "zh.train.txt")
+"""Sources whose lines go to the train split only: phrasings added after the splits were
+fixed (to fix a failure seen outside the test split), so the dev and test splits stay as
+they were."""
 MEDICINE = ("medicine.en.txt", "medicine.zh.txt")
 """Statements and forget topics labelled `medicine` (a medicine the user takes or uses) or
 `other` (health without one, diet, and everyday routines said the same way): the medicine
@@ -37,13 +40,10 @@ TRAPS = ("traps.en.txt", "traps.zh.txt")
 """Requests and remarks worded like a forget request that are none ("remove the last line
 from that verse", "别忘了加上日期", "forget it, found the receipt") and forget requests said
 with a reason ("…, I sold it last week", "上一句别记了，说错了"): train-only lines of the
-`forget` head alone (`memory.understanding.Reading.asks_to_forget`), which a request to take
+`forget` head alone (`memory.understanding.Reading.forget_head`), which a request to take
 back the user's last statement needs. In the intent head they moved its line between a
 statement and a question, and zh statements went unkept on the fresh sets."""
 ASKING_TEST = "asking_test"
-"""Sources whose lines go to the train split only: phrasings added after the splits were
-fixed (to fix a failure seen outside the test split), so the dev and test splits stay as
-they were."""
 SPLITS = ("train", "dev", "test")
 SEED = 20261201
 DEV_SHARE = 0.15

@@ -376,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if trapped:
         # The forget head: the intent head fitted with the trap lines too, of which only the
-        # forget column is read (`memory.understanding.Reading.asks_to_forget`).
+        # forget column is read (`memory.understanding.Reading.forget_head`).
         final["forget"] = with_lines(trapped, "intent")
     if questions:
         final["family"] = with_lines(questions, "family")
