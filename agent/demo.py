@@ -96,6 +96,8 @@ def _print_recalled(recalled: list[dict[str, Any]]) -> None:
     for r in recalled:
         why = f"score {r['score']:.2f}" if r.get("why") == "relevant" else r.get("why")
         print(f"     · {r['kind']}: {r['content']}  ({why})")
+        for said in r.get("said_with") or []:
+            print(f"         said with it: {said}")
 
 
 async def _print_summary(session: Session, users: list[str]) -> None:

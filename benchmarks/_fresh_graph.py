@@ -46,6 +46,8 @@ FRESH_SETS = {
     "fresh15": DATA / "understanding_fresh15.json",
     "fresh16": DATA / "understanding_fresh16.json",
     "fresh17": DATA / "understanding_fresh17.json",
+    "fresh18": DATA / "understanding_fresh18.json",
+    "fresh19": DATA / "understanding_fresh19.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -62,7 +64,8 @@ stop's work was in; the thirteenth, first run before any of the next stop's work
 fourteenth, kept unread until that stop's work was nearly in). The fifteenth and sixteenth
 were first run before any of the next stop's work, and some of their phrasings were then
 given as examples in the brief of a training corpus, so only their first runs are blind;
-the seventeenth was kept unread until that stop's work was in."""
+the seventeenth was kept unread until that stop's work was in. The eighteenth and
+nineteenth were first run before any of the next stop's work, and their misses then read."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

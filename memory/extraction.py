@@ -26,6 +26,7 @@ from memory.text.asking import (
 )
 from memory.text.asking import is_filler as _is_filler
 from memory.text.language import HAN, has_han, language_of
+from memory.text.phrases import topic_clause
 from memory.text.statements import split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
 from memory.understanding.model import load_model
@@ -387,10 +388,9 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(m.group("q") or ""))
+        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(topic_clause(m["q"] or "")))
         return ForgetRequest(query=query or that)
-    # A reason may follow a request said topic first ("…也删掉呗，最近不去了", "…forget that
-    # too, I've stopped going"): the request is then the sentence up to a comma.
+    # A reason may follow a request said topic first ("…也删掉呗，最近不去了"): up to a comma.
     parts = _REASON_BREAK.split(s)
     for n in range(len(parts) - 2, 0, -2):
         head = parts[0] + "".join(parts[1:n])

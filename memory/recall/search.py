@@ -166,6 +166,13 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
     }
 
 
+def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
+    """Return the thread and message a memory was said in, or None."""
+    if not rec.source.message_ids:
+        return None
+    return rec.source.thread_id or "", rec.source.message_ids[0]
+
+
 def said_in_message(
     ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
 ) -> dict[str, list[str]]:
@@ -182,12 +189,6 @@ def said_in_message(
     its message as said ("switched gyms!" answers "which gym do I go to?" only beside "I'm
     at the YMCA now"). At most `SAID_WITH`, in the order kept.
     """
-
-    def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
-        if not rec.source.message_ids:
-            return None
-        return rec.source.thread_id or "", rec.source.message_ids[0]
-
     asked = {i: key for i in ids if i in records and (key := message_of(records[i])) is not None}
     if not asked:
         return {}
@@ -541,6 +542,7 @@ class Recall:
         out: list[Recalled] = []
         seen: set[str] = set()
         shown: set[str] = set()
+        places: dict[tuple[str, str], int] = {}
         may_read = self.reader.may_read
         for r in (r for r in ranked if may_read(r.record)):
             key = normalize_text(r.record.content)
@@ -558,6 +560,21 @@ class Recall:
             )
             seen.update(normalize_text(rec.content) for rec in (r.record, *with_it))
             shown.update(rec.id for rec in (r.record, *with_it))
+            # One message is one place of the top: a memory kept from a message already shown
+            # (an event dated from one of its clauses, another of its clauses) goes beside it,
+            # so the places left go to what other messages said.
+            message = message_of(r.record)
+            if message is not None and message in places:
+                at, first = places[message], out[places[message]]
+                if first.record.kind == "episode" and r.record.kind != "episode":
+                    # A memory typed from the message heads its place, not a raw statement.
+                    beside = (first.record, *first.said_with, *with_it)
+                    out[at] = replace(first, record=r.record, said_with=beside)
+                else:
+                    out[at] = replace(first, said_with=(*first.said_with, r.record, *with_it))
+                continue
+            if message is not None:
+                places[message] = len(out)
             out.append(replace(r, said_with=with_it))
         groups = {r.record.conflict_group for r in out if r.record.conflict_group}
         if groups:

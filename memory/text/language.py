@@ -13,9 +13,10 @@ from typing import Literal
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Han characters: the CJK unified ideographs, their extensions and compatibility forms."""
 HAN_CHAR = re.compile(f"[{HAN}]")
-_TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Mt", "Jr", "Sr", "Prof", "vs")
+_TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Mt", "Jr", "Sr", "Prof", "vs", "Co", "Ave", "Rd", "Blvd")
 NOT_AN_END = "".join(rf"(?<!\b{t}\.)" for t in _TITLES)
-"""Lookbehinds: the full stop of an abbreviation ("St. Vincent's", "Dr. Chen") ends no sentence."""
+"""Lookbehinds: the full stop of an abbreviation ("St. Vincent's", "Dr. Chen", "Co. Wicklow")
+ends no sentence."""
 EMOJI = "\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff"
 """Emoji and pictographs (with the variation selector that asks for their emoji form): in a
 chat message one often stands where a full stop would ("Night shifts again 😴 being a nurse

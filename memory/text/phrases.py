@@ -17,7 +17,27 @@ from memory.lexical.bm25 import STOP_WORDS, stem, tokenize
 from memory.store.records import MemoryRecord, normalize_text
 from memory.text.language import HAN, HAN_CHAR
 
-__all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states"]
+__all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states", "topic_clause"]
+
+# Where what a request names ends and its reason starts: a sentence's end, or a comma
+# before a subject pronoun (a closed class) that starts a clause of its own.
+_REASON_STARTS = re.compile(
+    r"\s*[?？!！。;；]|\s*[,，]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
+    r"|they|they're|that's|there's)\b)",
+    re.I,
+)
+
+
+def topic_clause(words: str) -> str:
+    """Return what a request names without the reason said after it.
+
+    "my paddling trips, I'm selling the boat anyway" names the paddling; "the stuff about
+    my breathing machine at night? kinda private" the machine. A list ("my sister, my
+    brother and my dad") is one topic.
+    """
+    head = _REASON_STARTS.split(words, maxsplit=1)[0]
+    return head if head.strip() else words
+
 
 # Words of a forget request that name no content: "forget EVERYTHING you KNOW about my X".
 _FILLER = STOP_WORDS | frozenset(

@@ -26,7 +26,7 @@ import numpy as np
 from memory.extraction import ForgetRequest
 from memory.store.records import MemoryRecord, is_raw_turn
 from memory.text.language import HAN, has_han
-from memory.text.phrases import phrase_of
+from memory.text.phrases import phrase_of, states
 from memory.text.statements import continues, split_text, statement_id
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
 from memory.understanding.features import sentence_vectors
@@ -410,6 +410,13 @@ def one_value_family(
     if whole is not None and said in FAMILY_PREFIX and said != whole:
         # The sentence read as a family the words alone do not ("my office address").
         return request.model_copy(update={"subject": None}), said
+    named = phrase_of(words, request=True).names
+    if whole is not None and named:
+        # A name the user's record of that family does not say is another thing: "my lad in
+        # Australia" is the son, not the home in Wicklow.
+        mine = [r.content for r in records if family_of(r.subject) == whole]
+        if not any(states(c, phrase_of(n)) for c in mine for n in named):
+            return request.model_copy(update={"subject": None}), None
     units = [u for u in _statements(records, valued=True) if _families(u)]
     if said not in _ONE_VALUE or not units:
         return request, None

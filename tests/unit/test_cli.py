@@ -115,7 +115,8 @@ def test_demo_shows_cross_thread_and_cross_language_recall(capsys, tmp_path: Pat
     step2 = out.split("── step 2")[1].split("── step 3")[0]
     assert "User is vegetarian." in step2 and "User lives in Berlin." in step2
     step4 = out.split("── step 4")[1].split("── step 5")[0]
-    assert "用户不吃辣。" in step4 and "event: 下周三我们上线" in step4
+    # The event was said in the diet rule's message: it is shown beside it, with its date.
+    assert "用户不吃辣。" in step4 and re.search(r"下周三我们上线（\d{4}-\d\d-\d\d）", step4)
     step6 = out.split("── step 6")[1].split("── what")[0]
     assert "Munich" in step6 and "Berlin" not in step6 and "小王" not in step6.split("user:")[1]
     assert "[superseded] fact profile.city: User lives in Berlin." in out

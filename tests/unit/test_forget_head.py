@@ -9,10 +9,13 @@ in no corpus line.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agent.runner import open_session
 from graphs.settings import Settings
+from memory.backends import BackendConfig
 from memory.extraction import forget_requests
 
 NOT_REQUESTS = [
@@ -68,3 +71,50 @@ async def test_the_last_statement_outlives_a_request_about_a_text(
         kept = await session.service.alist("u1", include_turns=True)
     assert not any(line.startswith("forgotten") for line in result.saved), result.saved
     assert any(word in r.content for r in kept), [r.content for r in kept]
+
+
+@pytest.mark.parametrize(
+    ("text", "named", "reason"),
+    [
+        (
+            "Can you stop keeping the stuff about my rowing machine? feels private",
+            "rowing",
+            "feels",
+        ),
+        (
+            "delete what you know about my climbing trips, I'm selling the gear",
+            "climbing",
+            "selling",
+        ),
+        ("forget what I told you about my cousin in Lagos, she's private", "cousin", "private"),
+    ],
+)
+def test_a_reason_after_what_a_request_names_is_not_part_of_it(
+    text: str, named: str, reason: str
+) -> None:
+    # The reason's words were matched as the topic's: "kinda private" kept the topic from
+    # being found by meaning, and a name in it could take another record.
+    (request,) = forget_requests(text)
+    assert named in request.query and reason not in request.query, request.query
+
+
+def test_a_list_a_request_names_stays_whole() -> None:
+    (request,) = forget_requests("please forget my sister, my brother and my dad")
+    assert "brother" in request.query and "dad" in request.query, request.query
+
+
+async def test_a_relative_named_by_place_is_not_the_home(tmp_path: Path) -> None:
+    # "my lad in Australia" read as about home, and the home went whole with it.
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "h")), model="offline")
+    async with open_session(settings) as session:
+        await session.turn("u1", "t1", "We moved out to Kinsale in Co. Cork a few years back")
+        await session.turn(
+            "u1", "t1", "Eldest Ciaran is out in Toronto, works as a plumber on the sites"
+        )
+        await session.turn(
+            "u1", "t1", "forget what I told you about my lad in Canada, he's a private sort"
+        )
+        kept = await session.service.alist("u1", include_turns=True)
+    assert any("Kinsale" in r.content for r in kept if r.kind != "episode"), [
+        r.content for r in kept
+    ]

@@ -125,7 +125,8 @@ async def test_offline_model_end_to_end_in_two_languages(parts) -> None:
     graph = build_graph(saver, store, settings=Settings(), model=OfflineChatModel(), index=index)
     await run(graph, "小王", "w1", "我不吃辣，下周三我们上线。")
     out = await run(graph, "小王", "w2", "推荐一个午饭吧")
-    recalled = " ".join(r["content"] for r in out["recalled"])
+    # Said in one message, the event is shown beside the diet rule (one place of the top).
+    recalled = " ".join(t for r in out["recalled"] for t in [r["content"], *r["said_with"]])
     assert "用户不吃辣" in recalled and "上线" in recalled
     assert "用户不吃辣" in out["messages"][-1].content
     assert "event on" in out["memory_block"]

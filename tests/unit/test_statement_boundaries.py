@@ -72,6 +72,9 @@ def test_a_reason_after_a_forget_request_changes_nothing_remembered() -> None:
         ("My wife and I were in Rome last May.", 1),
         ("I live in Leeds and my sister lives in York.", 2),
         ("I called him, and my mum picked up.", 2),
+        # The full stop of an abbreviation ends no sentence ("Co." was cut off its county)
+        ("We moved to Kilcoole in Co. Wicklow last year.", 1),
+        ("Our flat is on Harbour Rd. near the station.", 1),
     ],
 )
 def test_an_object_pronoun_and_my_is_one_subject(text: str, pieces: int) -> None:
