@@ -214,7 +214,8 @@ def indirect_questions() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for lang in ("en", "zh"):
         mine = [u for u in items if u.lang == lang]
-        read = [model_label(u.text) for u in mine]
+        # Read by the `asked` head: the family an answer depends on (`Reading.asked`).
+        read = [(r.intent, r.kind, r.asked) for r in read_utterances([u.text for u in mine])]
         user = [(u, r) for u, r in zip(mine, read, strict=True) if u.family != "none"]
         general = [(u, r) for u, r in zip(mine, read, strict=True) if u.family == "none"]
         out[lang] = {

@@ -453,11 +453,12 @@ class Recall:
         nothing of the user's own families but the family one.
         """
         reading = read_utterance(query)
-        if reading.intent != "question" or not family_prefixes(reading.family):
+        asked = reading.asked  # what the answer depends on, not what the words are about
+        if reading.intent != "question" or not family_prefixes(asked):
             return {}
-        if reading.family != "family" and relation_in(query):
+        if asked != "family" and relation_in(query):
             return {}
-        also = ASKED_WITH.get(reading.family, ())
+        also = ASKED_WITH.get(asked, ())
 
         def filed(prefixes: tuple[str, ...]) -> list[str]:
             return sorted(
@@ -469,7 +470,7 @@ class Recall:
             )
 
         found: dict[str, float | None] = {}
-        for prefixes in [family_prefixes(reading.family), *((p,) for p in also)]:
+        for prefixes in [family_prefixes(asked), *((p,) for p in also)]:
             ids = filed(prefixes)
             if len(ids) > k:
                 continue
@@ -481,7 +482,7 @@ class Recall:
         # 技能？" asks about skills, and about the user's work.
         # Of someone else ("What does my brother like to eat?"), none of the user's own.
         for family in () if relation_in(query) else FAMILY_PREFIX:
-            if family in (reading.family, *also) or probability_of(reading, family) < ALSO_ASKED:
+            if family in (asked, *also) or probability_of(reading, family, asked=True) < ALSO_ASKED:
                 continue
             ids = [i for i in filed(family_prefixes(family)) if i not in found]
             if len(ids) <= k:

@@ -150,6 +150,12 @@ class Reading:
     forget request that are none ("remove the last line from that card verse", "把上面那段第二
     句去掉") besides the intent head's lines. A request to take back "that" needs it
     (`memory.extraction.forget_requests`)."""
+    asked: str = "none"
+    """For a question, the family of the user's facts a good answer depends on, though the
+    question may not name it ("any good walks near me?": home), read by the `asked` head
+    (fitted with the indirect questions, `memory.understanding.corpus.ASKING`)."""
+    asked_families: tuple[float, ...] = ()
+    """The `asked` head's probability of each family, in the model's label order."""
     medicine: bool = False
     """Whether it is about a medicine the user takes or uses ("每天早上吃一片缬沙坦", "the pills
     I'm on"): the `medicine` head at its threshold (`UnderstandingModel.medicine_threshold`)."""
@@ -178,6 +184,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
         probs = model.predict(todo)
         intents = model.heads["intent"].labels
         forget, update = intents.index("forget"), intents.index("update")
+        asked = "asked" if "asked" in probs else "family"  # a model from before the head
         fresh = {}
         for i, text in enumerate(todo):
             row = [float(p) for p in probs["intent"][i]]
@@ -198,6 +205,8 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 ),
                 update=float(probs["intent"][i][update]),
                 families=tuple(float(p) for p in probs["family"][i]),
+                asked=_label(model.heads[asked].labels, list(probs[asked][i])),
+                asked_families=tuple(float(p) for p in probs[asked][i]),
                 medicine="medicine" in probs
                 and float(probs["medicine"][i][model.heads["medicine"].labels.index("medicine")])
                 >= model.medicine_threshold,
@@ -235,17 +244,21 @@ def in_context(reading: Reading, context: Reading) -> Reading:
 
 
 def nearness(reading: Reading, asked: Reading) -> float:
-    """Return the probability the model gives `reading` of being about `asked`'s family.
+    """Return the probability the model gives `reading` of being about what `asked` asks.
 
     A health memory read against a question about diet: "Shellfish wrecks me." is nearer to
     a meal than "I take levothyroxine every morning".
     """
-    return probability_of(reading, asked.family)
+    return probability_of(reading, asked.asked)
 
 
-def probability_of(reading: Reading, family: str) -> float:
-    """Return the probability the model gives `reading` of being about `family`."""
+def probability_of(reading: Reading, family: str, *, asked: bool = False) -> float:
+    """Return the probability the model gives `reading` of being about `family`.
+
+    `asked`: of a question's answer depending on it (`Reading.asked`), not of being about it.
+    """
     labels = load_model().heads["family"].labels
-    if not reading.families or family not in labels:
+    row = reading.asked_families if asked else reading.families
+    if not row or family not in labels:
         return 0.0
-    return reading.families[labels.index(family)]
+    return row[labels.index(family)]

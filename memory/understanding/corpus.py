@@ -36,6 +36,11 @@ labelled with the family of the user's facts a good answer depends on though the
 does not name it, and general questions on the same topics labelled `none`. A quarter of
 them (`asking_held_out`, by a seeded hash of the line) is the `asking_test` split: no fit and
 no setting sees it; the rest goes to train."""
+ASKED = ("asked.en.txt", "asked.zh.txt")
+"""More indirect questions, labelled as `ASKING`'s, that train the `asked` head only
+(`memory.understanding.Reading.asked`): with them in the family head, statements' families
+moved and some statements went untyped on the fresh sets. Their held-out quarter is in
+`asking_test` too."""
 TRAPS = ("traps.en.txt", "traps.zh.txt")
 """Requests and remarks worded like a forget request that are none ("remove the last line
 from that verse", "别忘了加上日期", "forget it, found the receipt") and forget requests said
@@ -170,15 +175,15 @@ def asking_held_out(text: str, seed: int = SEED) -> bool:
 
 def corpus_splits(directory: Path = CORPUS_DIR) -> dict[str, list[Utterance]]:
     """Return the splits of every source: the split ones, then the train-only ones."""
-    asking = read_sources(directory, ASKING)
+    asking = read_sources(directory, (*ASKING, *ASKED))
     train_only = read_sources(directory, (*TRAIN_ONLY, *TRAPS))
     train_only += [u for u in asking if not asking_held_out(u.text)]
     return split(read_sources(directory), train_only=train_only)
 
 
 def asking_test(directory: Path = CORPUS_DIR) -> list[Utterance]:
-    """Return the held-out quarter of the indirect questions (`ASKING`)."""
-    return [u for u in read_sources(directory, ASKING) if asking_held_out(u.text)]
+    """Return the held-out quarter of the indirect questions (`ASKING`, `ASKED`)."""
+    return [u for u in read_sources(directory, (*ASKING, *ASKED)) if asking_held_out(u.text)]
 
 
 def load_split(name: str, directory: Path = CORPUS_DIR) -> list[Utterance]:

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from memory.understanding.corpus import (
+    ASKED,
     ASKING,
     TRAPS,
     Utterance,
@@ -332,13 +333,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Choose settings out of fold, fit on train + dev, write the model; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.parse_args(argv)
-    # The indirect questions train the family head only: as questions they moved the intent
-    # head's line between a statement and a question, and statements went unkept.
+    # The indirect questions train the family and asked heads only: as questions they moved
+    # the intent head's line between a statement and a question, and statements went unkept.
     asking = {u.text for u in read_sources(names=ASKING)}
+    asked = {u.text for u in read_sources(names=ASKED)}
     traps = {u.text for u in read_sources(names=TRAPS)}
     fitted = load_split("train")
-    train = [u for u in fitted if u.text not in asking and u.text not in traps]
+    train = [u for u in fitted if u.text not in asking | asked and u.text not in traps]
     questions = [u for u in fitted if u.text in asking]
+    more = [u for u in fitted if u.text in asked]
     trapped = [u for u in fitted if u.text in traps]
     dev = load_split("dev")
     both = [*train, *dev]
@@ -380,6 +383,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         final["forget"] = with_lines(trapped, "intent")
     if questions:
         final["family"] = with_lines(questions, "family")
+    if more:
+        # The `asked` head: the family a question's answer depends on (`Reading.asked`),
+        # fitted with every indirect question; the family head with the first ones only.
+        final["asked"] = with_lines([*questions, *more], "family")
     final["medicine"], medicine_threshold, medicine = fit_medicine(ngram_weight, l2, both)
     save_model(UnderstandingModel(final, ngram_weight, threshold, floor, medicine_threshold))
     summary = {

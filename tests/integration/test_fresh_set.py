@@ -21,7 +21,14 @@ from typing import Any
 import pytest
 from _fresh_graph import FRESH_SETS, load_fresh, run_fresh  # benchmarks/, on the path (conftest)
 
-from memory.understanding.corpus import ASKING, TRAIN_ONLY, TRAPS, read_medicine, read_sources
+from memory.understanding.corpus import (
+    ASKED,
+    ASKING,
+    TRAIN_ONLY,
+    TRAPS,
+    read_medicine,
+    read_sources,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +38,7 @@ def test_the_fresh_set_is_in_no_corpus_split(name: str) -> None:
     corpus = {u.text for u in read_sources()} | {u.text for u in read_sources(names=TRAIN_ONLY)}
     corpus |= {u.text for u in read_sources(names=TRAPS)}
     corpus |= {text for text, _, _ in read_medicine()} | {
-        u.text for u in read_sources(names=ASKING)
+        u.text for u in read_sources(names=(*ASKING, *ASKED))
     }
     for part in (load_fresh(name)[lang] for lang in ("en", "zh")):
         said = [*part["statements"], *part["forgets"], *part["distractors"]]

@@ -16,6 +16,7 @@ from graphs.offline_rules import _from_reading, extract_rules
 from memory.extraction import forget_requests
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterances
 from memory.understanding.corpus import (
+    ASKED,
     ASKING,
     FAMILIES,
     INTENTS,
@@ -79,7 +80,7 @@ def test_the_splits_are_disjoint_fixed_and_hold_traps_and_forgets() -> None:
 
 
 def test_the_indirect_questions_hold_a_quarter_out_of_every_fit() -> None:
-    asking = read_sources(names=ASKING)
+    asking = read_sources(names=(*ASKING, *ASKED))
     held = asking_test()
     train = {u.text for u in load_split("train")}
     # the held-out quarter is in no split a fit or a setting reads; the rest is in train
@@ -99,9 +100,10 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     assert size < 1_000_000
     model = load_model()
     meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
-    heads = {"intent", "kind", "family", "target", "medicine", "forget"}
+    heads = {"intent", "kind", "family", "target", "medicine", "forget", "asked"}
     assert set(model.heads) == set(meta["labels"]) == heads
     assert set(model.heads["intent"].labels) == set(model.heads["forget"].labels) == set(INTENTS)
+    assert model.heads["asked"].labels == model.heads["family"].labels
     assert model.heads["medicine"].labels == ("medicine", "other")
     assert 0.5 <= model.forget_threshold < 1.0
     assert 0.5 <= model.medicine_threshold < 1.0
