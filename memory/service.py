@@ -301,7 +301,7 @@ class MemoryService:
                     statement_of=link(extraction, statements),
                 )
             if self.policy.archive_turns:
-                kept = archivable(statements, changes, extraction)
+                kept = archivable(statements, changes, extraction, said)
                 self._writer.archive_turns(
                     uid,
                     [(st.message_id, st.text, "") for st in kept],

@@ -27,6 +27,7 @@ from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
 from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn, normalize_text
 from memory.summary import ThreadSummary
+from memory.text.asking import only_asks_for_help, split_sentences
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
 from memory.understanding import read_utterances
@@ -345,7 +346,10 @@ def notices(
 
 
 def archivable(
-    statements: Sequence[Statement], changes: Sequence[Change], extraction: Extraction | None = None
+    statements: Sequence[Statement],
+    changes: Sequence[Change],
+    extraction: Extraction | None = None,
+    said: Sequence[Said] = (),
 ) -> list[Statement]:
     """Return the statements worth keeping raw.
 
@@ -386,6 +390,14 @@ def archivable(
     # have him put down Monday"): kept raw, the reason would keep what the request takes back.
     asks = [i for i, st in enumerate(statements) if st.id in requests]
     why = {st.id for st in statements[asks[0] + 1 :]} - stated if asks else set()
+    # What follows a request to the assistant in its sentence and states no memory is what
+    # the request is about ("帮我写个请假条，就说孩子发烧了", "…翻成英文：明天的会改到三点").
+    for m in said:
+        mine = [st for st in statements if st.message_id == m.message_id]
+        for sentence in split_sentences(m.text):
+            inside = [st for st in mine if st.text.rstrip(" .。!！") in sentence]
+            if inside and only_asks_for_help(sentence):
+                why |= {st.id for st in inside[1:]} - stated
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
     return [

@@ -19,10 +19,10 @@ from memory.text.language import HAN, HAN_CHAR
 
 __all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states", "topic_clause"]
 
-# Where what a request names ends and its reason starts: a sentence's end, or a comma
-# before a subject pronoun (a closed class) that starts a clause of its own.
+# Where what a request names ends and its reason starts: a sentence's end, or a comma or a
+# dash before a subject pronoun (a closed class) that starts a clause of its own.
 _REASON_STARTS = re.compile(
-    r"\s*[?？!！。;；]|\s*[,，]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
+    r"\s*[?？!！。;；]|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
     r"|they|they're|that's|there's)\b)",
     re.I,
 )

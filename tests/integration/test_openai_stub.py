@@ -144,10 +144,15 @@ async def test_two_turns_extract_save_and_recall_through_openai_api(
         stub.handler = route(chat="Try a peanut-free bacalhau.", extract={"memories": []})
         r2 = await session.turn(USER, "t2", "What should I cook for dinner tonight?")
         assert r2.reply == "Try a peanut-free bacalhau."
-        assert {m["content"] for m in r2.recalled if m["kind"] != "episode"} == {
-            "User lives in Lisbon.",
-            "User is allergic to peanuts.",
-        }
+        # Said in one message, the allergy is shown beside the home (one place of the top).
+        shown = [
+            c
+            for m in r2.recalled
+            if m["kind"] != "episode"
+            for c in [m["content"], *m["said_with"]]
+        ]
+        assert {"User lives in Lisbon.", "User is allergic to peanuts."} <= set(shown), shown
+        assert len(shown) == len(set(shown)), shown
 
         chat2 = stub.chat_requests()[0]
         system = system_text(chat2)
@@ -314,9 +319,14 @@ async def test_recall_through_openai_embeddings(stub: OpenAIStub, tmp_path: Path
         stub.handler = route(chat="ok", extract={"memories": []})
         question = "Where do I live?"
         r2 = await session.turn(USER, "t2", question)
-        assert {m["content"] for m in r2.recalled if m["kind"] != "episode"} == {
-            "User lives in Lisbon.",
-            "User is allergic to peanuts.",
-        }
+        # Said in one message, the allergy is shown beside the home (one place of the top).
+        shown = [
+            c
+            for m in r2.recalled
+            if m["kind"] != "episode"
+            for c in [m["content"], *m["said_with"]]
+        ]
+        assert {"User lives in Lisbon.", "User is allergic to peanuts."} <= set(shown), shown
+        assert len(shown) == len(set(shown)), shown
         assert any(question in t for b in stub.embedding_requests() for t in b["input"])
         assert "User lives in Lisbon." in system_text(stub.chat_requests()[0])

@@ -87,6 +87,7 @@ async def test_the_last_statement_outlives_a_request_about_a_text(
             "selling",
         ),
         ("forget what I told you about my cousin in Lagos, she's private", "cousin", "private"),
+        ("drop the notes on my knee surgery — I'd rather keep that to myself", "knee", "rather"),
     ],
 )
 def test_a_reason_after_what_a_request_names_is_not_part_of_it(

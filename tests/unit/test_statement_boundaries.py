@@ -10,10 +10,14 @@ request's words as of that family; a memory kept whole is as near as its nearest
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from agent.runner import open_session
 from graphs.offline_rules import extract_rules
+from graphs.settings import Settings
+from memory.backends import BackendConfig
 from memory.extraction import CandidateMemory, Extraction, ForgetRequest
 from memory.lifecycle import forget_phrase
 from memory.recall.search import _as_near_as_said
@@ -214,3 +218,25 @@ def test_a_count_of_time_is_no_age(text: str) -> None:
 def test_an_age_said_as_a_number_is_the_users_age(text: str) -> None:
     subjects = [m.subject for m in extract_rules(text, NOW).memories]
     assert "profile.age" in subjects, subjects
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        # What a request to the assistant is about was kept raw, and came back for questions.
+        ("帮我给房东写条消息，就说下个月的房租晚两天交", []),
+        ("帮我把这句改得客气点：周五的会我去不了了", []),
+        ("draft a quick note to the plumber, say the boiler is leaking again", []),
+        # A statement beside the request, from which a memory is taken, is still kept.
+        ("帮我挑家餐厅，我对芒果过敏", ["我对芒果过敏"]),
+        ("help me pick a restaurant for friday, I am allergic to kiwi", ["I am allergic to kiwi"]),
+    ],
+)
+async def test_what_a_request_to_the_assistant_is_about_is_not_kept_raw(
+    text: str, kept: list[str], tmp_path: Path
+) -> None:
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "h")), model="offline")
+    async with open_session(settings) as session:
+        await session.turn("u1", "t1", text)
+        records = await session.service.alist("u1", include_turns=True)
+    assert [r.content for r in records if r.kind == "episode"] == kept
