@@ -48,6 +48,7 @@ FRESH_SETS = {
     "fresh17": DATA / "understanding_fresh17.json",
     "fresh18": DATA / "understanding_fresh18.json",
     "fresh19": DATA / "understanding_fresh19.json",
+    "fresh20": DATA / "understanding_fresh20.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -65,7 +66,8 @@ fourteenth, kept unread until that stop's work was nearly in). The fifteenth and
 were first run before any of the next stop's work, and some of their phrasings were then
 given as examples in the brief of a training corpus, so only their first runs are blind;
 the seventeenth was kept unread until that stop's work was in. The eighteenth and
-nineteenth were first run before any of the next stop's work, and their misses then read."""
+nineteenth were first run before any of the next stop's work, and their misses then read;
+the twentieth was first run, unread, once part of that work was in, and read after."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

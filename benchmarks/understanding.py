@@ -44,6 +44,7 @@ _OPENAI = {
 }
 
 import _common  # noqa: E402, F401  (sets the offline environment, puts the repo on sys.path)
+import _fresh_graph  # noqa: E402
 from _common import finish, load_avg, log, output_args, start  # noqa: E402
 from _rules_baseline import FIRST_PERSON, rule_is_question  # noqa: E402
 
@@ -247,8 +248,8 @@ def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], di
     }
 
 
-FRESH_SETS = tuple(f"fresh{n}" if n > 1 else "fresh" for n in range(1, 13))
-"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then eleven written blind."""
+FRESH_SETS = tuple(_fresh_graph.FRESH_SETS)
+"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then nineteen written blind."""
 
 
 def fresh_set(name: str) -> dict[str, Any]:

@@ -454,7 +454,8 @@ class Recall:
         """
         reading = read_utterance(query)
         asked = reading.asked  # what the answer depends on, not what the words are about
-        if reading.intent != "question" or not family_prefixes(asked):
+        # A request read as a plan asks too ("过年要招待亲戚，帮我列个硬菜菜单").
+        if not (reading.intent == "question" or asks_by_form(query)) or not family_prefixes(asked):
             return {}
         if asked != "family" and relation_in(query):
             return {}

@@ -107,6 +107,13 @@ def test_stub_streams_sse_and_records_requests(stub: OpenAIStub) -> None:
 # --- two turns through the real graph ---------------------------------------------------------
 
 
+def assert_home_and_allergy_shown(recalled: list[dict[str, Any]]) -> None:
+    """Said in one message, the allergy is shown beside the home (one place of the top)."""
+    shown = [c for m in recalled if m["kind"] != "episode" for c in [m["content"], *m["said_with"]]]
+    assert {"User lives in Lisbon.", "User is allergic to peanuts."} <= set(shown), shown
+    assert len(shown) == len(set(shown)), shown
+
+
 async def test_two_turns_extract_save_and_recall_through_openai_api(
     stub: OpenAIStub, tmp_path: Path
 ) -> None:
@@ -144,15 +151,7 @@ async def test_two_turns_extract_save_and_recall_through_openai_api(
         stub.handler = route(chat="Try a peanut-free bacalhau.", extract={"memories": []})
         r2 = await session.turn(USER, "t2", "What should I cook for dinner tonight?")
         assert r2.reply == "Try a peanut-free bacalhau."
-        # Said in one message, the allergy is shown beside the home (one place of the top).
-        shown = [
-            c
-            for m in r2.recalled
-            if m["kind"] != "episode"
-            for c in [m["content"], *m["said_with"]]
-        ]
-        assert {"User lives in Lisbon.", "User is allergic to peanuts."} <= set(shown), shown
-        assert len(shown) == len(set(shown)), shown
+        assert_home_and_allergy_shown(r2.recalled)
 
         chat2 = stub.chat_requests()[0]
         system = system_text(chat2)
@@ -319,14 +318,6 @@ async def test_recall_through_openai_embeddings(stub: OpenAIStub, tmp_path: Path
         stub.handler = route(chat="ok", extract={"memories": []})
         question = "Where do I live?"
         r2 = await session.turn(USER, "t2", question)
-        # Said in one message, the allergy is shown beside the home (one place of the top).
-        shown = [
-            c
-            for m in r2.recalled
-            if m["kind"] != "episode"
-            for c in [m["content"], *m["said_with"]]
-        ]
-        assert {"User lives in Lisbon.", "User is allergic to peanuts."} <= set(shown), shown
-        assert len(shown) == len(set(shown)), shown
+        assert_home_and_allergy_shown(r2.recalled)
         assert any(question in t for b in stub.embedding_requests() for t in b["input"])
         assert "User lives in Lisbon." in system_text(stub.chat_requests()[0])

@@ -93,3 +93,27 @@ async def test_a_question_lifts_the_family_its_answer_needs(session: Session, la
         for t in (r.record.content, *(w.content for w in r.said_with))
     ]
     assert any(word in t for t in top), top
+
+
+async def test_a_request_read_as_a_plan_lifts_the_family_too(session: Session) -> None:
+    # "help me plan meals for the week" reads as a plan (0.95), not a question: the family
+    # its answer needs was lifted only for questions.
+    request = "help me plan meals for the week"
+    assert read_utterance(request).intent == "plan" and read_utterance(request).asked == "diet"
+    user = f"u-{uuid.uuid4().hex[:6]}"
+    plans = [
+        "I plan my week every Sunday night with a paper diary.",
+        "This week I have three early shifts and a dentist visit.",
+        "My manager wants the project plan by the end of the week.",
+        "Every week I help my neighbour with her shopping.",
+    ]
+    for line in [*OTHERS["en"], *plans, "Sesame is a no-go for me, I break out in hives."]:
+        await session.turn(user, f"{user}-a", line)
+    found = await asyncio.to_thread(session.service.search, user, request, 5)
+    top = [
+        t
+        for r in found
+        if r.why == "relevant"
+        for t in (r.record.content, *(w.content for w in r.said_with))
+    ]
+    assert any("Sesame" in t or "sesame" in t for t in top), top
