@@ -69,6 +69,17 @@ OTHERS = {
 }
 
 
+async def relevant(session: Session, user: str, query: str) -> list[str]:
+    """Return what the top 5 relevant memories show, with what was said beside each."""
+    found = await asyncio.to_thread(session.service.search, user, query, 5)
+    return [
+        t
+        for r in found
+        if r.why == "relevant"
+        for t in (r.record.content, *(w.content for w in r.said_with))
+    ]
+
+
 @pytest.fixture
 async def session(tmp_path: Path) -> AsyncIterator[Session]:
     settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
@@ -85,13 +96,7 @@ async def test_a_question_lifts_the_family_its_answer_needs(session: Session, la
     user = f"u-{uuid.uuid4().hex[:6]}"
     for line in [*OTHERS[lang], said]:
         await session.turn(user, f"{user}-a", line)
-    found = await asyncio.to_thread(session.service.search, user, question, 5)
-    top = [
-        t
-        for r in found
-        if r.why == "relevant"
-        for t in (r.record.content, *(w.content for w in r.said_with))
-    ]
+    top = await relevant(session, user, question)
     assert any(word in t for t in top), top
 
 
@@ -109,11 +114,5 @@ async def test_a_request_read_as_a_plan_lifts_the_family_too(session: Session) -
     ]
     for line in [*OTHERS["en"], *plans, "Sesame is a no-go for me, I break out in hives."]:
         await session.turn(user, f"{user}-a", line)
-    found = await asyncio.to_thread(session.service.search, user, request, 5)
-    top = [
-        t
-        for r in found
-        if r.why == "relevant"
-        for t in (r.record.content, *(w.content for w in r.said_with))
-    ]
+    top = await relevant(session, user, request)
     assert any("Sesame" in t or "sesame" in t for t in top), top
