@@ -49,6 +49,7 @@ FRESH_SETS = {
     "fresh18": DATA / "understanding_fresh18.json",
     "fresh19": DATA / "understanding_fresh19.json",
     "fresh20": DATA / "understanding_fresh20.json",
+    "fresh21": DATA / "understanding_fresh21.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -67,7 +68,8 @@ were first run before any of the next stop's work, and some of their phrasings w
 given as examples in the brief of a training corpus, so only their first runs are blind;
 the seventeenth was kept unread until that stop's work was in. The eighteenth and
 nineteenth were first run before any of the next stop's work, and their misses then read;
-the twentieth was first run, unread, once part of that work was in, and read after."""
+the twentieth was first run, unread, once part of that work was in, and read after; the
+twenty-first was kept unread until that stop's work was in."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
