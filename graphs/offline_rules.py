@@ -24,9 +24,9 @@ from memory.extraction import (
     Extraction,
     forget_requests,
     has_cjk,
-    relation_in,
     trim_phrase,
 )
+from memory.recall.aliases import relation_in
 from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, split_sentences

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from memory.recall.aliases import relation_in
 from memory.store.records import Kind, clean_text, kinds_help
 from memory.text.asking import (
     POLITE_END,
@@ -424,6 +425,7 @@ _TOPIC_FIRST_ZH = re.compile(
     r"|(?:别|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
 _REASON_BREAK = re.compile(r"(\s*[，,]\s*)")
+_LAST_CLAUSE = re.compile(r"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*")
 
 
 _ONE_WORD = re.compile(rf"[{HAN}]{{1,4}}|[A-Za-z][A-Za-z'-]*")
@@ -473,6 +475,14 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         first = read_utterance(head)
         if first.intent == "forget" and min(first.forget_head, reading.forget_head) >= 0.5:
             return forget_requests(head)
+    # Why first, then the request, naming what ("got a new phone, delete my old number"): the
+    # forget head reads the whole and the request (0.5, as for "that"), which is read alone.
+    # A request that names nothing ("我住哪儿这个信息，麻烦帮我忘掉") is about what came first.
+    tail = _LAST_CLAUSE.split(sentence.strip())[-1]
+    span = forget_span(tail) if found is None and tail != sentence.strip() else None
+    named = span is not None and span.query not in ("that", "这个")
+    if named and min(read_utterance(tail).forget_head, reading.forget_head) >= 0.5:
+        return forget_requests(tail)
     # Worded, the intent head need only not rule it out (floor chosen out of fold); unworded,
     # both heads read forget likelier than not ("帮我把这段话里的错别字删掉": 0.91 and 0.16).
     worded = names_something(found, reading)
@@ -532,24 +542,6 @@ def _topic_words(sentence: str) -> str:
         ]
         clauses = about or clauses
     return _words_of(" ".join(clauses))
-
-
-_RELATION = re.compile(
-    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
-    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
-    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
-    r"|妹|姐|哥|弟|妈|爸)"
-)
-
-
-def relation_in(text: str) -> str | None:
-    """Return the family member a text names ("my sister", 我老公), folded, or None.
-
-    The offline path files what is said about a relative under `family.<relation>`, so a
-    forget request about them ("don't keep anything about my husband") reaches it there.
-    """
-    found = _RELATION.search(text)
-    return (found[1] or found[2]).casefold() if found else None
 
 
 # Families with one value per user: the family alone says which record ("stop storing my

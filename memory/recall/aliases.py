@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from memory.lexical.bm25 import tokenize
 from memory.text.language import HAN
 
-__all__ = ["Alias", "Hop", "RELATIONS", "aliases_in", "hop", "relations_in"]
+__all__ = ["Alias", "Hop", "RELATIONS", "aliases_in", "hop", "relation_in", "relations_in"]
 
 # Each relation: its key, its English words (singular) and its Chinese words. Words of one
 # relation are synonyms: "my mom" and "my mother" are one person.
@@ -59,6 +59,24 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dog": (("dog", "puppy"), ("狗", "狗狗", "小狗")),
     "cat": (("cat", "kitten"), ("猫", "猫咪", "小猫")),
 }
+
+_RELATION = re.compile(
+    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
+    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
+    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
+    r"|妹|姐|哥|弟|妈|爸)"
+)
+
+
+def relation_in(text: str) -> str | None:
+    """Return the family member a text names ("my sister", 我老公), folded, or None.
+
+    The offline path files what is said about a relative under `family.<relation>`, so a
+    forget request about them ("don't keep anything about my husband") reaches it there.
+    """
+    found = _RELATION.search(text)
+    return (found[1] or found[2]).casefold() if found else None
+
 
 _EN_WORDS = {w: key for key, (en, _) in RELATIONS.items() for w in en}
 _ZH_WORDS = {w: key for key, (_, zh) in RELATIONS.items() for w in zh}

@@ -15,13 +15,13 @@ from datetime import datetime, timedelta
 
 from langgraph.store.base import BaseStore, PutOp
 
-from memory.extraction import relation_in
 from memory.index.chroma import ChromaIndex, IndexUnavailable
 from memory.index.embeddings import embed_queries
 from memory.lexical.changes import LexicalSnapshots
 from memory.lexical.snapshot import UserIndex
 from memory.lifecycle import Policy
 from memory.recall import aliases, ranking
+from memory.recall.aliases import relation_in
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text

@@ -119,3 +119,26 @@ async def test_a_relative_named_by_place_is_not_the_home(tmp_path: Path) -> None
     assert any("Kinsale" in r.content for r in kept if r.kind != "episode"), [
         r.content for r in kept
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        # Why first, then the request: the request was read whole, reason and all, or not at all.
+        ("got a new laptop, wipe my old work email from your notes", "email"),
+        ("the wedding's off - so delete the stuff about the venue", "venue"),
+    ],
+)
+def test_a_request_after_its_reason_is_read_from_its_wording(text: str, named: str) -> None:
+    (request,) = forget_requests(text)
+    assert named in request.query and "off" not in request.query, request.query
+
+
+def test_a_request_after_its_topic_still_names_the_topic() -> None:
+    # "麻烦帮我忘掉" alone would be "that", the last statement; the topic came first.
+    (request,) = forget_requests("我公司地址这个信息，麻烦帮我忘掉")
+    assert "公司" in request.query, request
+
+
+def test_a_statement_worded_like_a_request_after_a_comma_is_none() -> None:
+    assert forget_requests("I love baking, don't remember the last time I bought bread") == []
