@@ -50,6 +50,7 @@ FRESH_SETS = {
     "fresh19": DATA / "understanding_fresh19.json",
     "fresh20": DATA / "understanding_fresh20.json",
     "fresh21": DATA / "understanding_fresh21.json",
+    "fresh22": DATA / "understanding_fresh22.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -69,7 +70,8 @@ given as examples in the brief of a training corpus, so only their first runs ar
 the seventeenth was kept unread until that stop's work was in. The eighteenth and
 nineteenth were first run before any of the next stop's work, and their misses then read;
 the twentieth was first run, unread, once part of that work was in, and read after; the
-twenty-first was kept unread until that stop's work was in."""
+twenty-first was kept unread until that stop's work was in, then read and worked on; the
+twenty-second was kept unread until all of it was in."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
