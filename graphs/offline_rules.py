@@ -29,7 +29,7 @@ from memory.extraction import (
 from memory.recall.aliases import relation_in
 from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
-from memory.text.asking import asks_by_form, split_sentences
+from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
 from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, continues, split_text
 from memory.understanding import (
@@ -886,6 +886,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             continue
         if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
+        if only_asks_for_help(sentence) and not reading.plans:
+            continue  # a request to the assistant, not a plan of the user's ("帮我把…翻成英文：…")
         if _HYPOTHETICAL.search(sentence) or all(
             _TENTATIVE.search(c) for c in _clauses(sentence) or [sentence]
         ):

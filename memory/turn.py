@@ -30,7 +30,7 @@ from memory.summary import ThreadSummary
 from memory.text.asking import only_asks_for_help, split_sentences
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
 from memory.text.statements import Statement, split_message, split_text
-from memory.understanding import read_utterances
+from memory.understanding import read_utterance, read_utterances
 
 LATEST_STATEMENTS = 6
 """How many of the user's earlier statements "forget that" may reach back to."""
@@ -390,14 +390,17 @@ def archivable(
     # have him put down Monday"): kept raw, the reason would keep what the request takes back.
     asks = [i for i, st in enumerate(statements) if st.id in requests]
     why = {st.id for st in statements[asks[0] + 1 :]} - stated if asks else set()
-    # What follows a request to the assistant in its sentence and states no memory is what
-    # the request is about ("帮我写个请假条，就说孩子发烧了", "…翻成英文：明天的会改到三点").
+    # A request to the assistant states nothing, nor what it quotes after a colon ("帮我把这句
+    # 翻成英文：明天的会改到三点"); what follows it after a comma may ("帮我想个店名，卖手工皂的").
+    # A plan of the user's said as one ("帮我规划一下日本旅行") is the model's to tell apart.
     for m in said:
         mine = [st for st in statements if st.message_id == m.message_id]
         for sentence in split_sentences(m.text):
             inside = [st for st in mine if st.text.rstrip(" .。!！") in sentence]
-            if inside and only_asks_for_help(sentence):
-                why |= {st.id for st in inside[1:]} - stated
+            if inside and only_asks_for_help(sentence) and not read_utterance(sentence).plans:
+                colon = min((sentence.find(c) for c in ":：" if c in sentence), default=-1)
+                quoted = [st for st in inside[1:] if 0 <= colon < sentence.find(st.text[:4])]
+                why |= {inside[0].id, *(st.id for st in quoted)} - stated
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
     return [

@@ -25,7 +25,7 @@ from memory.recall.aliases import relation_in
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
-from memory.text.asking import asks_by_form, split_sentences
+from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.understanding import (
     FAMILY_PREFIX,
     family_prefixes,
@@ -454,8 +454,9 @@ class Recall:
         """
         reading = read_utterance(query)
         asked = reading.asked  # what the answer depends on, not what the words are about
-        # A request read as a plan asks too ("过年要招待亲戚，帮我列个硬菜菜单").
-        if not (reading.intent == "question" or asks_by_form(query)) or not family_prefixes(asked):
+        # A request asks too, read as a plan or not ("help me plan meals for the week").
+        asks = reading.intent == "question" or asks_by_form(query) or only_asks_for_help(query)
+        if not asks or not family_prefixes(asked):
             return {}
         if asked != "family" and relation_in(query):
             return {}

@@ -40,10 +40,16 @@ _WH_STATEMENT_EN = re.compile(
 # A request to the assistant opens with its verb ("give me a pasta sauce I could make on the
 # weekend", "recommend a film for tonight"): it asks for something and states nothing.
 _ASK_EN = re.compile(
-    r"^(?:(?:please|pls|ok|so|now|hey|go ahead and)\s+)*(?:tell me|remind me|guess|(?:give|show"
-    r"|send|write|find|get|make|lend|bring)\s+me\b|recommend|suggest|explain|describe|help me"
-    r"|(?:write|draft|translate|summari[sz]e|proofread|rewrite|rephrase)\s+(?:a|an|the|this|that"
-    r"|these|those|some|up|out)\b)\b",
+    r"^(?:(?:please|pls|ok|so|now|hey)\s+)*(?:tell me|remind me|guess|(?:give|show|send|write|find"
+    r"|get|make|lend|bring)\s+me\b|recommend|suggest|explain|describe)\b",
+    re.I,
+)
+# A request for help or for a text ("help me …", "draft a note to …"): a request, or a plan
+# the user has ("help me plan a trip to Japan"), which the model tells apart (`only_asks_for_help`).
+_HELP_EN = re.compile(
+    r"^(?:(?:please|pls|ok|so|now|hey|go ahead and)\s+)*(?:help me|(?:write|draft|translate"
+    r"|summari[sz]e|proofread|rewrite|rephrase)\s+(?:a|an|the|this|that|these|those|some|up"
+    r"|out)\b|(?:give|show|send|write|find|get|make|lend|bring)\s+me\b|recommend|suggest)",
     re.I,
 )
 
@@ -70,16 +76,15 @@ _ZH_FINAL_PARTICLE = re.compile(r"(?:吗|(?<![这那什怎多要])么)[。.!！~
 # below) or on a short topic ("你呢", "那明天呢").
 _ZH_NE = re.compile(r"^[^，,。.!！还在着正了]{1,4}呢[。.!！~～…]*$")
 # A request to the assistant opens with "help me" and its verb ("帮我把这句翻成英文：…",
-# "帮我写段祝福语"): what it quotes or asks for is not the user's to remember. "帮我记一下…"
-# asks to remember, and "帮我妈…" is about the user's mother.
+# "帮我写段祝福语"): unless the model reads a plan of the user's in it, what it quotes or asks
+# for is not the user's to remember. "帮我记一下…" asks to remember, and "帮我妈…" is about the
+# user's mother.
 _ZH_REQUEST = (
     r"^(?:请|麻烦你?|你)?(?:帮我|替我|帮忙)(?:把|给|写|想|列|查|看|算|翻|改|润色|排|整理|找|推荐"
     r"|规划|出|做|生成|总结|起|编|检查|画|设计|拟|准备|挑|选|对比|分析)"
 )
 _ZH_REQUEST_RE = re.compile(_ZH_REQUEST)
-_ZH_ASK = re.compile(
-    rf"{_ZH_A_NOT_A}|是不是|有没有|对不对|^(?:请问|告诉我|提醒我|猜猜)|{_ZH_REQUEST}"
-)
+_ZH_ASK = re.compile(rf"{_ZH_A_NOT_A}|是不是|有没有|对不对|^(?:请问|告诉我|提醒我|猜猜)")
 
 
 # A clause that only announces a question ("我想问一下", "你还记得", "对了").
@@ -106,7 +111,7 @@ _ZH_SUBORDINATE = re.compile(
 def _asks_for_help(text: str) -> bool:
     """Return True if a text opens with a request to the assistant ("帮我把…", "help me …")."""
     s = text.strip().strip("\"'“”‘’「」")
-    return bool(_ZH_REQUEST_RE.match(s) or _ASK_EN.match(s))
+    return bool(_ZH_REQUEST_RE.match(s) or _HELP_EN.match(s))
 
 
 # A clause of the user's own after a request ("帮我挑家餐厅，我对芒果过敏", "help me pick a
@@ -115,7 +120,14 @@ _OWN_CLAUSE = re.compile(r"[，,;；]\s*(?:我(?!们的?公司)|(?:I|I'm|I've|I'
 
 
 def only_asks_for_help(s: str) -> bool:
-    """Return True if a sentence is a request to the assistant with no statement of its own."""
+    """Return True if a sentence is worded as a request to the assistant and nothing more.
+
+    "帮我把这句翻成英文：…", "帮我写个请假条，就说孩子发烧了"; not "帮我挑家餐厅，我对芒果过敏",
+    which states something of the user's own after the request. The wording alone does not
+    make it a question: "帮我规划一下日本旅行" and "Help me plan a trip to Japan" are plans the
+    user has, which the model reads (`Reading.plans`); the offline extractor and the raw
+    archive ask it (`graphs.offline_rules`, `memory.turn`).
+    """
     if not _asks_for_help(s):
         return False
     quoted = re.search(r"[:：]", s)
@@ -137,8 +149,6 @@ def asks_by_form(sentence: str) -> bool:
     if s.endswith(("?", "？")):
         return True
     if HAN_CHAR.search(s):
-        if only_asks_for_help(s):
-            return True  # what follows the request is what it is about ("…翻成英文：…")
         clauses = [c.strip() for c in re.split(r"[，,、:：]", s) if c.strip()]
         verdicts = [_asks_zh(c) or bool(_ZH_ASK_LEAD.search(c)) for c in clauses]
         if not verdicts[-1]:
@@ -147,7 +157,7 @@ def asks_by_form(sentence: str) -> bool:
             v or is_filler(c) or bool(_ZH_SUBORDINATE.search(c.rstrip("。.!！~～…")))
             for v, c in zip(verdicts, clauses, strict=True)
         )
-    if _YES_NO_EN.match(s) or (_ASK_EN.match(s) and only_asks_for_help(s)):
+    if _YES_NO_EN.match(s) or _ASK_EN.match(s):
         return True
     return bool(_WH_START_EN.match(s)) and not _WH_STATEMENT_EN.match(s)
 

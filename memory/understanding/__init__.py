@@ -165,6 +165,14 @@ class Reading:
         """Return True if the model is sure enough the utterance asks (`QUESTION_CONFIDENCE`)."""
         return self.intent == "question" and self.confidence >= QUESTION_CONFIDENCE
 
+    @property
+    def plans(self) -> bool:
+        """Return True if the model reads a plan of the user's, likelier than not (0.5, by hand).
+
+        "帮我规划一下日本旅行" (0.97) is one; "帮我把这句翻成英文：…" (0.36) is a request.
+        """
+        return self.intent == "plan" and self.confidence >= 0.5
+
 
 _CACHE: dict[str, Reading] = {}
 _CACHE_LIMIT = 8192

@@ -34,10 +34,6 @@ ZH_QUESTIONS = [
     "怎么去我公司最快",
     "谁是我的牙医",
     "你好！我住哪？",
-    # A request for help is addressed to the assistant; what it quotes is no statement.
-    "帮我把这段改成正式一点：下周二我们部门团建，地点待定",
-    "麻烦你帮我列个搬家要准备的东西",
-    "帮我想个店名，卖手工皂的",
 ]
 ZH_STATEMENTS = [
     "帮我爸把花园的草修了一下午，腰都直不起来",
@@ -91,10 +87,7 @@ EN_QUESTIONS = [
     "give me a good stew I could make on the weekend",
     "Recommend a film for Friday night",
     "suggest a quick lunch for tomorrow",
-    # A request for help or for a text is addressed to the assistant and states nothing.
-    "go ahead and give me two ideas for a team quiz",
-    "help me plan a packing list for the weekend",
-    "draft a short note to the landlord about the boiler",
+    # "u" is "you" ("can u …" asks as "can you …" does).
     "can u check the spelling in my cover letter",
 ]
 EN_STATEMENTS = [
