@@ -24,7 +24,14 @@ from memory.recall import aliases, ranking
 from memory.recall.aliases import relation_in
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
-from memory.store.records import KINDS, MemoryRecord, UserId, namespace, normalize_text
+from memory.store.records import (
+    KINDS,
+    MemoryRecord,
+    UserId,
+    message_of,
+    namespace,
+    normalize_text,
+)
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -164,13 +171,6 @@ def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: date
         and said_in(rec) in said
         and rec.is_recallable(now)
     }
-
-
-def message_of(rec: MemoryRecord) -> tuple[str, str] | None:
-    """Return the thread and message a memory was said in, or None."""
-    if not rec.source.message_ids:
-        return None
-    return rec.source.thread_id or "", rec.source.message_ids[0]
 
 
 def said_in_message(

@@ -378,6 +378,13 @@ class MemoryRecord(BaseModel):
         )
 
 
+def message_of(record: MemoryRecord) -> tuple[str, str] | None:
+    """Return the thread and the first message a record was said in, or None if not known."""
+    if not record.source.message_ids:
+        return None
+    return record.source.thread_id or "", record.source.message_ids[0]
+
+
 def is_raw_turn(record: MemoryRecord) -> bool:
     """Return True for a user turn kept word for word (an `episode.turn.*` record)."""
     return record.kind == "episode" and record.subject.startswith(TURN_SUBJECT)

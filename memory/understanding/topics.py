@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.extraction import ForgetRequest
-from memory.store.records import MemoryRecord, is_raw_turn
+from memory.store.records import MemoryRecord, is_raw_turn, message_of
 from memory.text.language import HAN, has_han
 from memory.text.phrases import phrase_of, states
 from memory.text.statements import continues, split_text, statement_id
@@ -253,8 +253,8 @@ def _families(unit: _Statement) -> set[str]:
 
 def _message_of(record: MemoryRecord) -> str:
     """Return the key of the message a record was said in (its own id when not known)."""
-    ids = record.source.message_ids
-    return f"{record.source.thread_id}\x1f{ids[0]}" if ids else record.id
+    said = message_of(record)
+    return "\x1f".join(said) if said else record.id
 
 
 _ASIDE = re.compile(rf"[(（]([^()（）]*?[A-Za-z{HAN}][^()（）]*?)[)）]")
