@@ -26,7 +26,7 @@ from memory.extraction import (
     has_cjk,
     trim_phrase,
 )
-from memory.recall.aliases import relation_in
+from memory.recall.aliases import RELATIONS, relation_in, relation_words
 from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
@@ -523,16 +523,17 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
 
 
 # A statement whose subject is someone else ("My colleague lives in Rome", "我老婆喜欢吃辣"):
-# it is kept, but never filed as the user's own city, name or taste.
+# it is kept, but never filed as the user's own city, name or taste. Someone else is a
+# relation by any of its words (`RELATIONS`), or anyone the user knows by their role.
+_PEOPLE = set(RELATIONS) - {"dog", "cat"}
 _OTHER_PERSON = re.compile(
-    r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:sister|brother|mom|mum|mother|dad|father|wife"
-    r"|husband|partner|son|daughter|kids?|children|grandma|grandpa|aunt|uncle|cousin|niece"
-    r"|nephew|girlfriend|boyfriend|colleague|coworker|co-worker|friend|boss|manager"
-    r"|neighbou?r|roommate|flatmate|teacher|doctor|parents?)\b"
-    r"|^我的?(?:妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|孩子|奶奶|爷爷|外婆|姥姥|对象"
-    r"|男朋友|女朋友|同事|朋友|老板|领导|邻居|室友|闺蜜|同学|爸妈|父母|妹|姐|哥|弟|妈|爸)"
+    r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:"
+    + "|".join(map(re.escape, [*relation_words(False, _PEOPLE), "friend", "teacher", "doctor"]))
+    + r")s?\b|^我的?(?:"
+    + "|".join(map(re.escape, [*relation_words(True, _PEOPLE), "朋友", "同学"]))
+    + ")"
 )
-_BIRTHDAY = re.compile(r"(?i)birthday|bday|生日")
+_BIRTHDAY = re.compile(r"(?i)birthday|bday|\bturn(?:s|ing)\s+\d{1,3}\b|生日")
 # Whose name or number it is: a third person's ("her name's Hannah", "他叫小林") is not the
 # user's own, whatever family the model reads.
 _THIRD_PERSON = re.compile(
@@ -903,7 +904,11 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         news = firm and bool(known) and not asking and _news(sentence, reading, known)
         if news:
             reading = replace(reading, intent="update")
-        typed = reading.intent in _STATES and not asking
+        # A plan is often said with the situation it comes from ("计划明年春天去新疆自驾，我有
+        # 辆二手的途观"): its clauses are read each on its own, and a statement is kept.
+        typed = not asking and (
+            reading.intent in _STATES or (reading.intent == "plan" and len(_clauses(sentence)) > 1)
+        )
         fix = correction(sentence) if firm and reading.intent in _STATES else None
         # Read as a statement, a correction's form counts only if something remembered said
         # the old value ("我每周游泳三次，刚才说的两次不对"); read as an update, always.

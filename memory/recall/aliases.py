@@ -23,29 +23,47 @@ from dataclasses import dataclass
 from memory.lexical.bm25 import tokenize
 from memory.text.language import HAN
 
-__all__ = ["Alias", "Hop", "RELATIONS", "aliases_in", "hop", "relation_in", "relations_in"]
+__all__ = [
+    "KIN",
+    "RELATIONS",
+    "Alias",
+    "Hop",
+    "aliases_in",
+    "hop",
+    "relation_in",
+    "relation_words",
+    "relations_in",
+]
 
-# Each relation: its key, its English words (singular) and its Chinese words. Words of one
-# relation are synonyms: "my mom" and "my mother" are one person.
 RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sister": (("sister", "sis"), ()),
-    "younger sister": ((), ("妹妹", "小妹")),
-    "older sister": ((), ("姐姐", "大姐")),
-    "brother": (("brother",), ()),
-    "younger brother": ((), ("弟弟", "小弟")),
-    "older brother": ((), ("哥哥", "大哥")),
-    "mother": (("mother", "mom", "mum", "mommy", "mama"), ("妈妈", "母亲", "老妈")),
-    "father": (("father", "dad", "daddy", "papa"), ("爸爸", "父亲", "老爸")),
-    "wife": (("wife",), ("老婆", "妻子", "太太", "爱人")),
-    "husband": (("husband",), ("老公", "丈夫")),
-    "partner": (("partner", "spouse"), ("对象", "伴侣")),
+    "younger sister": ((), ("妹妹", "小妹", "妹")),
+    "older sister": ((), ("姐姐", "大姐", "姐")),
+    "brother": (("brother", "bro"), ()),
+    "younger brother": ((), ("弟弟", "小弟", "弟")),
+    "older brother": ((), ("哥哥", "大哥", "哥")),
+    "sibling": (("sibling",), ("兄弟姐妹",)),
+    "mother": (("mother", "mom", "mum", "mommy", "mummy", "mama"), ("妈妈", "母亲", "老妈", "妈")),
+    "father": (("father", "dad", "daddy", "papa"), ("爸爸", "父亲", "老爸", "爸")),
+    "parents": (("parents",), ("爸妈", "父母")),
+    "wife": (("wife", "missus", "wifey"), ("老婆", "妻子", "太太", "爱人", "媳妇儿", "媳妇")),
+    "husband": (("husband", "hubby"), ("老公", "丈夫")),
+    "partner": (("partner", "spouse"), ("对象", "伴侣", "老伴儿", "老伴", "那口子")),
     "girlfriend": (("girlfriend", "gf"), ("女朋友", "女友")),
     "boyfriend": (("boyfriend", "bf"), ("男朋友", "男友")),
     "fiance": (("fiance", "fiancé", "fiancee", "fiancée"), ("未婚夫", "未婚妻")),
     "son": (("son",), ("儿子",)),
-    "daughter": (("daughter",), ("女儿",)),
-    "grandmother": (("grandmother", "grandma", "granny"), ("奶奶", "外婆", "姥姥")),
-    "grandfather": (("grandfather", "grandpa"), ("爷爷", "外公", "姥爷")),
+    "daughter": (("daughter",), ("女儿", "闺女")),
+    "children": (("kid", "child", "children"), ("孩子",)),
+    "grandson": (("grandson",), ("孙子", "外孙")),
+    "granddaughter": (("granddaughter",), ("孙女", "外孙女")),
+    "grandchild": (("grandchild", "grandchildren", "grandkid"), ("孙辈",)),
+    "grandmother": (("grandmother", "grandma", "granny", "gran", "nana"), ("奶奶", "外婆", "姥姥")),
+    "grandfather": (("grandfather", "grandpa", "grandad", "granddad"), ("爷爷", "外公", "姥爷")),
+    "mother-in-law": (("mother-in-law",), ("婆婆", "岳母", "丈母娘")),
+    "father-in-law": (("father-in-law",), ("公公", "岳父", "老丈人")),
+    "sister-in-law": (("sister-in-law",), ("嫂子", "弟媳", "小姑子", "小姨子")),
+    "brother-in-law": (("brother-in-law",), ("姐夫", "妹夫", "小舅子", "大舅哥")),
     "aunt": (("aunt", "auntie"), ("阿姨", "姑姑", "姨妈", "舅妈")),
     "uncle": (("uncle",), ("叔叔", "舅舅", "伯伯")),
     "cousin": (("cousin",), ("表哥", "表姐", "表弟", "表妹", "堂哥", "堂姐", "堂弟", "堂妹")),
@@ -59,12 +77,44 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dog": (("dog", "puppy"), ("狗", "狗狗", "小狗")),
     "cat": (("cat", "kitten"), ("猫", "猫咪", "小猫")),
 }
+"""Each relation: its key, its English words (singular) and its Chinese words, the one a
+subject is filed under first (`relation_in`). Words of one relation are synonyms: "my mom"
+and "my mother" are one person, filed under one subject."""
 
+KIN = frozenset(
+    set(RELATIONS)
+    - {"children", "best friend", "roommate", "boss", "colleague", "neighbour", "dog", "cat"}
+)
+"""The relatives one can be filed under (`family.<relation>`). The children together are no
+one relative: "带孩子去哪儿转转" asks about the outing, not about what is filed on them."""
+
+
+def relation_words(zh: bool, relations: Iterable[str] = KIN) -> list[str]:
+    """Return the words for some relations in one language, longest first (a regex's order)."""
+    words = {w for r in relations for w in RELATIONS[r][1 if zh else 0]}
+    return sorted(words, key=len, reverse=True)
+
+
+_ZH_KIND_OF = frozenset(
+    {"fiance", "cousin", "aunt", "uncle", "grandmother", "grandfather", "niece", "nephew"}
+    | {"grandson", "granddaughter", "mother-in-law", "father-in-law"}
+    | {"sister-in-law", "brother-in-law"}
+)
+"""Relations whose Chinese words are different people of one kind (外婆 is not 奶奶, 表姐 not
+表哥): each is filed under its own word. The others' words are one person (妈, 老妈, 妈妈)."""
+_KIN_WORD = {
+    w: w if zh and r in _ZH_KIND_OF else words[0]
+    for r in KIN
+    for zh, words in enumerate(RELATIONS[r])
+    for w in words
+}
+_ZH_LONG = "|".join(re.escape(w) for w in relation_words(True) if len(w) > 1)
+_ZH_SHORT = "".join(w for w in relation_words(True) if len(w) == 1)
+# One character (我姐, 他妈) is a relative after a pronoun or 的, or with no Han before it; after
+# a surname it is how a colleague is called (王姐, 李哥), not a sister or brother.
 _RELATION = re.compile(
-    r"(?i)\b(sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter"
-    r"|grandma|grandpa|aunt|uncle|cousin|niece|nephew|girlfriend|boyfriend)'?s?\b"
-    r"|(妹妹|姐姐|哥哥|弟弟|妈妈|爸爸|老婆|老公|儿子|女儿|奶奶|爷爷|外婆|姥姥|对象|男朋友|女朋友"
-    r"|妹|姐|哥|弟|妈|爸)"
+    rf"(?i)\b({'|'.join(re.escape(w) for w in relation_words(False))})(?:'?s)?\b"
+    rf"|({_ZH_LONG}|(?:(?<=[我俺咱你他她的])|(?<![{HAN}]))[{_ZH_SHORT}])"
 )
 
 
@@ -75,7 +125,7 @@ def relation_in(text: str) -> str | None:
     forget request about them ("don't keep anything about my husband") reaches it there.
     """
     found = _RELATION.search(text)
-    return (found[1] or found[2]).casefold() if found else None
+    return _KIN_WORD[(found[1] or found[2]).casefold()] if found else None
 
 
 _EN_WORDS = {w: key for key, (en, _) in RELATIONS.items() for w in en}

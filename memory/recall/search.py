@@ -456,11 +456,8 @@ class Recall:
         asked = reading.asked  # what the answer depends on, not what the words are about
         # A request asks too, read as a plan or not ("help me plan meals for the week").
         asks = reading.intent == "question" or asks_by_form(query) or only_asks_for_help(query)
-        if not asks or not family_prefixes(asked):
+        if not asks:
             return {}
-        if asked != "family" and relation_in(query):
-            return {}
-        also = ASKED_WITH.get(asked, ())
 
         def filed(prefixes: tuple[str, ...]) -> list[str]:
             return sorted(
@@ -470,6 +467,19 @@ class Recall:
                 and rec.subject.startswith(prefixes)
                 and rec.is_recallable(now)
             )
+
+        if (who := relation_in(query)) is not None:
+            # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿小雨…"), what is
+            # filed under them is the answer, as near as can be (`relation_in` files and reads
+            # one word per relative).
+            ids = filed((f"{FAMILY_PREFIX['family']}.{who}.",))
+            if ids and len(ids) <= k:
+                return dict.fromkeys(ids, 1.0)
+        if not family_prefixes(asked):
+            return {}
+        if asked != "family" and who is not None:
+            return {}
+        also = ASKED_WITH.get(asked, ())
 
         found: dict[str, float | None] = {}
         for prefixes in [family_prefixes(asked), *((p,) for p in also)]:
@@ -483,7 +493,7 @@ class Recall:
         # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的
         # 技能？" asks about skills, and about the user's work.
         # Of someone else ("What does my brother like to eat?"), none of the user's own.
-        for family in () if relation_in(query) else FAMILY_PREFIX:
+        for family in () if who is not None else FAMILY_PREFIX:
             if family in (asked, *also) or probability_of(reading, family, asked=True) < ALSO_ASKED:
                 continue
             ids = [i for i in filed(family_prefixes(family)) if i not in found]

@@ -19,10 +19,10 @@ from memory.text.language import HAN, HAN_CHAR
 
 __all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states", "topic_clause"]
 
-# Where what a request names ends and its reason starts: a sentence's end, or a comma or a
-# dash before a subject pronoun (a closed class) that starts a clause of its own.
+# Where what a request names ends and its reason starts: a sentence's end or an ellipsis, or
+# a comma or a dash before a subject pronoun (a closed class) that starts a clause of its own.
 _REASON_STARTS = re.compile(
-    r"\s*[?？!！。;；]|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
+    r"\s*(?:[?？!！。;；]|…+|\.{3,})|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
     r"|they|they're|that's|there's)\b)",
     re.I,
 )
@@ -53,7 +53,7 @@ _CJK = HAN_CHAR
 _ZH_HEAD = re.compile(r"^(?:关于|有关|我的|我们的|用户的|我们|用户|我|的)+")
 _ZH_TAIL = re.compile(
     r"(?:的事情|的事|这件事|那件事|的信息|的资料|的记录|这条记录|这一条|这条|那条|这些|这个|那个"
-    r"|哪里|哪儿|什么|的|了|吧|啊|呀|吗|呢)+$"
+    r"|哪里|哪儿|什么|的|了|吧|啊|呀|吗|呢|嘛|哦|哈|啦|咯|哟|呗)+$"
 )
 # Verbs that sit between the speaker and the thing: 我[喜欢]猫, 我[住在]成都.
 _ZH_VERB = re.compile(

@@ -18,7 +18,7 @@ NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 @pytest.mark.parametrize(
     ("text", "relative"),
     [
-        ("我爸叫李建国，今年五十八岁", "爸"),
+        ("我爸叫李建国，今年五十八岁", "爸爸"),  # 我爸 and 我爸爸 are one relative
         ("我女儿叫朵朵，今年五岁，特别调皮", "女儿"),
     ],
 )

@@ -1,0 +1,126 @@
+"""Relatives by any of their words, statements said beside a plan, and request words that
+name nothing (issue 22).
+
+Phrasings here are the project's own, none from the fresh sets.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from graphs.offline_rules import extract_rules
+from memory.extraction import Extraction, ForgetRequest, forget_requests
+from memory.lifecycle import forget_phrase
+from memory.recall.aliases import KIN, RELATIONS, relation_in
+from memory.service import MemoryService
+from memory.store.records import Source
+from memory.text.phrases import states, topic_clause
+
+NOW = datetime(2026, 11, 30, 9, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("words", "relation"),
+    [
+        (("my mom", "my mum", "my mother", "Mum's"), "mother"),
+        (("我妈", "我老妈", "我妈妈", "我母亲"), "妈妈"),
+        (("my hubby", "my husband"), "husband"),
+        (("the missus", "my wife"), "wife"),
+        (("我媳妇儿", "我老婆", "我媳妇"), "老婆"),
+        (("我老伴儿", "那口子", "我对象"), "对象"),
+        (("my grandson", "our grandson's"), "grandson"),
+        (("我孙女", "孙女儿"), "孙女"),
+        (("my sister-in-law",), "sister-in-law"),
+        (("我婆婆",), "婆婆"),
+    ],
+)
+def test_every_word_for_a_relative_names_one_relation(
+    words: tuple[str, ...], relation: str
+) -> None:
+    assert {relation_in(w) for w in words} == {relation}
+
+
+def test_what_is_said_of_a_relative_is_filed_under_one_subject_whatever_the_word() -> None:
+    subjects = [
+        m.subject
+        for said in ("My mom works as a nurse in Leeds.", "My mum is a retired nurse.")
+        for m in extract_rules(said, NOW).memories
+    ]
+    assert subjects and all(s.startswith("family.mother.") for s in subjects), subjects
+    zh = [m.subject for m in extract_rules("我老妈在老家开了个小卖部", NOW).memories]
+    assert zh and all(s.startswith("family.妈妈.") for s in zh), zh
+    # A forget request by another of the words reaches that subject.
+    assert forget_requests("forget everything about my mum")[0].subject == "family.mother"
+    assert forget_requests("forget what I told you about my hubby")[0].subject == "family.husband"
+
+
+def test_relatives_of_one_kind_are_different_people_and_a_colleague_is_no_sister() -> None:
+    assert len({relation_in(w) for w in ("我表姐", "我表哥", "我堂弟")}) == 3
+    assert relation_in("我外婆") != relation_in("我奶奶")
+    # After a surname, 姐 and 哥 are how a colleague is called.
+    assert relation_in("带我的是王姐") is None
+    assert relation_in("李哥人挺好") is None
+    assert relation_in("我姐在北京") == relation_in("我姐姐在北京") == "姐姐"
+
+
+def test_a_pet_is_no_relative_and_a_relative_no_pet() -> None:
+    assert relation_in("my dog Bruce is nine") is None
+    assert "dog" not in KIN and "cat" not in KIN
+    # Every word of a relation names it, in its language (no word in two relations).
+    seen: dict[str, str] = {}
+    for relation, (en, zh) in RELATIONS.items():
+        for word in (*en, *zh):
+            assert seen.setdefault(word, relation) == relation, word
+
+
+def test_a_statement_said_beside_a_plan_is_kept_and_a_plan_alone_keeps_nothing() -> None:
+    # Read whole as a plan; its second clause states what the user owns.
+    said = extract_rules("计划明年春天去新疆自驾，我有辆二手的途观", NOW).memories
+    assert any("途观" in m.content for m in said), [m.content for m in said]
+    assert not any("新疆" in m.content for m in said), [m.content for m in said]
+    assert extract_rules("Planning to repaint the kitchen next month", NOW).memories == []
+
+
+def test_a_particle_after_a_request_names_nothing() -> None:
+    # "…别存了嘛": the 嘛 that ends the request is no word of what it names, so a record that
+    # ends in 嘛 too is not what it points at.
+    phrase, _ = forget_phrase(ForgetRequest(query="我晕车 毛病 嘛"))
+    assert "嘛" not in phrase.zh and "晕车" in phrase.zh, phrase
+    assert not states("用户说：我老家是湖南岳阳的嘛。", phrase)
+    assert states("用户说：我晕车挺厉害的。", phrase)
+
+
+def test_a_reason_after_an_ellipsis_is_no_part_of_the_topic() -> None:
+    assert topic_clause("my ex... we split up in May") == "my ex"
+    assert topic_clause("前任的事…我们分了") == "前任的事"
+    assert topic_clause("my sister, my brother and my dad") == "my sister, my brother and my dad"
+
+
+@pytest.mark.parametrize(
+    ("statements", "question", "answer"),
+    [
+        (
+            ["我闺女在杭州当护士，每周六晚上跟我视频", "我对芒果过敏", "我住在绍兴",
+             "每周二下午去老年大学学书法", "我家狗叫旺财，是条土狗", "我老伴儿爱钓鱼"],
+            "女儿下个月生日，送她点啥好",
+            "杭州当护士",
+        ),
+        (
+            ["My mom teaches piano in Cork.", "I'm allergic to shellfish.", "I live in Galway.",
+             "I swim every Tuesday morning.", "Our dog Biscuit is a beagle.",
+             "My brother runs a bike shop."],
+            "Any gift ideas for my mum's 70th?",
+            "teaches piano",
+        ),
+    ],
+)  # fmt: skip
+def test_a_question_about_a_relative_by_another_word_brings_what_is_filed_under_them(
+    service: MemoryService, statements: list[str], question: str, answer: str
+) -> None:
+    for said in statements:
+        found = extract_rules(said, NOW).memories
+        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    top = [h.record.content for h in service.search("u", question, 5)]
+    assert answer in top[0], top
