@@ -50,8 +50,11 @@ from memory.understanding.updates import (
     record_text,
 )
 
+# 要是 is "if" on its own, not inside 主要是 (mainly is), 只要是, 需要是.
 _HYPOTHETICAL = re.compile(
-    r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|要是|假设|万一|倘若", re.I
+    r"^(if|suppose|imagine|assuming|what if|let's say)\b|如果|假如|(?<![主需只重想])要是|假设|万一"
+    r"|倘若",
+    re.I,
 )
 _TENTATIVE = re.compile(
     r"\b(maybe|might|perhaps|probably|not sure|i think i|i guess|considering)\b"

@@ -21,7 +21,6 @@ from memory.lexical.changes import LexicalSnapshots
 from memory.lexical.snapshot import UserIndex
 from memory.lifecycle import Policy
 from memory.recall import aliases, ranking
-from memory.recall.aliases import relation_in
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import (
@@ -58,6 +57,10 @@ NEARER = 0.05
 """How far above the best match a meal's limit nearest to what was asked is lifted (one
 nearest to nothing: level with it); they are ordered by their nearness to the question
 (`Recall._family_matches`)."""
+SURE_OF_ONE = 0.5
+"""The probability of a family (by hand: likelier than not) at which what is filed under it is
+lifted to the best match, as a meal's limits are: "周末想在家附近找个地方散散步" (home, 0.91)
+shares no word with "房子租在滨江". Under it, just above the relevance floor."""
 IMMINENT = timedelta(days=14)
 ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
@@ -342,7 +345,7 @@ class Recall:
         # Only candidates and core memories are looked at: the cost of a query must not
         # grow with every memory the user has.
         dense = _as_near_as_said(dense, records)
-        near = self._family_matches(snap.records, query, k, now)
+        near = self._family_matches(snap.records, query, k, now, someone=hop is not None)
         echoes = _echoes(query, records, {i for i, _ in [*dense, *lexical]} | set(near))
         dense = [(i, sim) for i, sim in dense if i not in echoes]
         lexical = [(i, score) for i, score in lexical if i not in echoes]
@@ -396,7 +399,7 @@ class Recall:
             names=names,
             # Ranked up only for the user's own: of a relative ("我妹妹住在哪里？"), what was said
             # of them by name answers (`aliases`), not what is filed under the family.
-            asked=set() if relation_in(query) else family,
+            asked=set() if aliases.relation_in(query) else family,
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
@@ -429,11 +432,9 @@ class Recall:
 
     @staticmethod
     def _family_matches(
-        records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime
+        records: Mapping[str, MemoryRecord], query: str, k: int, now: datetime, someone: bool
     ) -> dict[str, float | None]:
         """Return what is filed under the families a question asks about, with a nearness.
-
-        They are lifted just above the relevance floor, and ranked up (`search`).
 
         "Where do I live?" shares no word with "We rent a narrow townhouse in Delft", and the
         encoder puts them apart; the understanding model reads the question as about home,
@@ -448,9 +449,10 @@ class Recall:
         body does not take) counts each family on its own: the user's allergies are not
         fewer because they keep a diet, and a dinner idea must respect both. Its memories
         come with their nearness to what was asked, the model's probability of the question's
-        family for each ("Shellfish wrecks me." is nearer to a meal than a daily pill); the
-        others with None. A question about someone else ("What does my sister eat?") asks
-        nothing of the user's own families but the family one.
+        family for each ("Shellfish wrecks me." is nearer to a meal than a daily pill), and
+        so do those of a family the question is sure of (`SURE_OF_ONE`); the others come with
+        None. A question about someone else ("What does my sister eat?", `someone`: a name an
+        alias links) asks about what is filed under them.
         """
         reading = read_utterance(query)
         asked = reading.asked  # what the answer depends on, not what the words are about
@@ -468,17 +470,16 @@ class Recall:
                 and rec.is_recallable(now)
             )
 
-        if (who := relation_in(query)) is not None:
-            # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿小雨…"), what is
-            # filed under them is the answer, as near as can be (`relation_in` files and reads
-            # one word per relative).
+        if (who := aliases.relation_in(query)) is not None:
+            # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿…"), what is
+            # filed under them is the answer (`relation_in`: one word per relative).
             ids = filed((f"{FAMILY_PREFIX['family']}.{who}.",))
             if ids and len(ids) <= k:
                 return dict.fromkeys(ids, 1.0)
         if not family_prefixes(asked):
             return {}
-        if asked != "family" and who is not None:
-            return {}
+        if asked != "family" and (who is not None or someone):
+            return {}  # of someone else: a relative, or a name linked to one ("小雨爱好是啥")
         also = ASKED_WITH.get(asked, ())
 
         found: dict[str, float | None] = {}
@@ -487,13 +488,13 @@ class Recall:
             if len(ids) > k:
                 continue
             found.update(dict.fromkeys(ids))
-            if also:
+            if also or probability_of(reading, asked, asked=True) >= SURE_OF_ONE:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
         # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的
         # 技能？" asks about skills, and about the user's work.
         # Of someone else ("What does my brother like to eat?"), none of the user's own.
-        for family in () if who is not None else FAMILY_PREFIX:
+        for family in () if who is not None or someone else FAMILY_PREFIX:
             if family in (asked, *also) or probability_of(reading, family, asked=True) < ALSO_ASKED:
                 continue
             ids = [i for i in filed(family_prefixes(family)) if i not in found]

@@ -185,15 +185,18 @@ def _label(labels: tuple[str, ...], row: list[float]) -> str:
 
 def read_utterances(texts: list[str]) -> list[Reading]:
     """Return the model's reading of each text (one encoder batch for the ones not cached)."""
+    # What was cached is read once: making room for new readings (here or in another
+    # thread) may clear the cache before this call returns.
     with _LOCK:
-        todo = list(dict.fromkeys(t for t in texts if t not in _CACHE))
+        known = {t: _CACHE[t] for t in texts if t in _CACHE}
+    todo = list(dict.fromkeys(t for t in texts if t not in known))
+    fresh: dict[str, Reading] = {}
     if todo:
         model = load_model()
         probs = model.predict(todo)
         intents = model.heads["intent"].labels
         forget, update = intents.index("forget"), intents.index("update")
         asked = "asked" if "asked" in probs else "family"  # a model from before the head
-        fresh = {}
         for i, text in enumerate(todo):
             row = [float(p) for p in probs["intent"][i]]
             if _label(intents, row) == "forget" and row[forget] < model.forget_threshold:
@@ -223,8 +226,7 @@ def read_utterances(texts: list[str]) -> list[Reading]:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:
                 _CACHE.clear()
             _CACHE.update(fresh)
-    with _LOCK:
-        return [_CACHE[t] for t in texts]
+    return [known[t] if t in known else fresh[t] for t in texts]
 
 
 def read_utterance(text: str) -> Reading:

@@ -93,9 +93,9 @@ def test_a_question_about_someone_elses_meals_lifts_none_of_the_users(
     _save(service, LIMITS[:2] + LIMITS[3:] + CHATTER)
     asked = "What does my brother like to eat for supper?"
     records = {r.id: r for r in service.list("u")}
-    assert not Recall._family_matches(records, asked, 5, NOW)
+    assert not Recall._family_matches(records, asked, 5, NOW, someone=False)
     # the user's own supper still brings them
-    assert Recall._family_matches(records, "What should I make for supper?", 5, NOW)
+    assert Recall._family_matches(records, "What should I make for supper?", 5, NOW, someone=False)
 
 
 def test_ranking_ties_go_by_content_not_by_random_ids() -> None:

@@ -61,6 +61,13 @@ def test_a_thing_used_that_names_no_tool_is_no_tech_stack(text: str) -> None:
     assert not [s for s in got if s.startswith("tech.")], got
 
 
+@pytest.mark.parametrize("text", ["我在超市当收银员，孩子主要是我妈帮着带", "要是下雨我就不去了"])
+def test_if_is_a_word_not_two_characters_inside_another(text: str) -> None:
+    # 要是 (if) is inside 主要是 (mainly is): that sentence states, the other supposes.
+    got = extract_rules(text, NOW).memories
+    assert bool(got) == ("主要是" in text), [m.content for m in got]
+
+
 @pytest.mark.parametrize("text", NOT_REMEMBERED)
 def test_questions_hypotheticals_and_others_are_not(text: str) -> None:
     out = extract_rules(text, NOW)
