@@ -368,7 +368,7 @@ def forget_phrase(
     """Return what a forget request names, and the prefixes its words (of `family`) stand for."""
     query = topics.forget_words(request)
     low = query.casefold()
-    prefixes = [request.subject] if request.subject else []
+    prefixes = topics.filed_under(request.subject) if request.subject else []
     owner = family_of(request.subject) if request.subject else None
     if owner is not None and request.subject == FAMILY_PREFIX[owner]:
         # A family named whole ("stop keeping where I live") reaches its remarks ("home.…").

@@ -29,6 +29,7 @@ __all__ = [
     "Alias",
     "Hop",
     "aliases_in",
+    "filed_as",
     "hop",
     "relation_in",
     "relation_words",
@@ -48,7 +49,10 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "parents": (("parents",), ("爸妈", "父母")),
     "wife": (("wife", "missus", "wifey"), ("老婆", "妻子", "太太", "爱人", "媳妇儿", "媳妇")),
     "husband": (("husband", "hubby"), ("老公", "丈夫")),
-    "partner": (("partner", "spouse"), ("对象", "伴侣", "老伴儿", "老伴", "那口子")),
+    "partner": (
+        ("partner", "spouse", "other half"),
+        ("对象", "伴侣", "老伴儿", "老伴", "那口子", "另一半", "我家那位"),
+    ),
     "girlfriend": (("girlfriend", "gf"), ("女朋友", "女友")),
     "boyfriend": (("boyfriend", "bf"), ("男朋友", "男友")),
     "fiance": (("fiance", "fiancé", "fiancee", "fiancée"), ("未婚夫", "未婚妻")),
@@ -116,6 +120,22 @@ _RELATION = re.compile(
     rf"(?i)\b({'|'.join(re.escape(w) for w in relation_words(False))})(?:'?s)?\b"
     rf"|({_ZH_LONG}|(?:(?<=[我俺咱你他她的])|(?<![{HAN}]))[{_ZH_SHORT}])"
 )
+
+
+SPOUSE = frozenset({"wife", "husband", "partner", "girlfriend", "boyfriend", "fiance"})
+"""Relations that name the user's other half. "partner" (对象, 那口子, 我家那位) is any of them:
+"我家那位生日快到了" is about "我媳妇儿叫林悦"; a husband is no boyfriend."""
+
+
+def filed_as(who: str) -> tuple[str, ...]:
+    """Return the words what is said of a relative (`relation_in`) may be filed under."""
+    of = next((r for r in KIN if who in (_KIN_WORD[w] for ws in RELATIONS[r] for w in ws)), None)
+    if of not in SPOUSE:
+        return (who,)
+    reach = sorted(SPOUSE) if of == "partner" else [of, "partner"]
+    return tuple(
+        dict.fromkeys([who, *(_KIN_WORD[w] for r in reach for ws in RELATIONS[r] for w in ws)])
+    )
 
 
 def relation_in(text: str) -> str | None:

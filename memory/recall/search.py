@@ -59,8 +59,8 @@ nearest to nothing: level with it); they are ordered by their nearness to the qu
 (`Recall._family_matches`)."""
 SURE_OF_ONE = 0.5
 """The probability of a family (by hand: likelier than not) at which what is filed under it is
-lifted to the best match, as a meal's limits are: "周末想在家附近找个地方散散步" (home, 0.91)
-shares no word with "房子租在滨江". Under it, just above the relevance floor."""
+lifted to the best match, as a meal's limits are: "周末想在家附近找个地方逛逛" (home) shares
+no word with "我们家租在江北区". Under it, just above the relevance floor."""
 IMMINENT = timedelta(days=14)
 ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
@@ -473,7 +473,7 @@ class Recall:
         if (who := aliases.relation_in(query)) is not None:
             # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿…"), what is
             # filed under them is the answer (`relation_in`: one word per relative).
-            ids = filed((f"{FAMILY_PREFIX['family']}.{who}.",))
+            ids = filed(tuple(f"{FAMILY_PREFIX['family']}.{w}." for w in aliases.filed_as(who)))
             if ids and len(ids) <= k:
                 return dict.fromkeys(ids, 1.0)
         if not family_prefixes(asked):

@@ -45,7 +45,8 @@ _FILLER = STOP_WORDS | frozenset(
     like likes liked love loves enjoy enjoys prefer prefers please everything anything all
     know knew you your memory memories remember remembered fact facts said say saying told
     tell info information detail details stuff thing things part bit user users from
-    mention mentioned just now earlier before anymore more any bring brought up
+    mention mentioned just now earlier before anymore more any bring brought up got track
+    whatever pls plz
     """.split()  # noqa: SIM905
 )
 _CJK = HAN_CHAR

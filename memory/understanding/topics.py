@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.extraction import ForgetRequest
+from memory.recall.aliases import filed_as
 from memory.store.records import MemoryRecord, is_raw_turn, message_of
 from memory.text.language import HAN, has_han
 from memory.text.phrases import phrase_of, states
@@ -433,6 +434,17 @@ def one_value_family(
     if request.subject == FAMILY_PREFIX[said]:
         request = request.model_copy(update={"subject": None})
     return request, other
+
+
+def filed_under(subject: str) -> list[str]:
+    """Return the subjects a request's subject reaches: a relative's, by every word for them.
+
+    "我家那口子" reaches what was said of 我老公 (`aliases.filed_as`).
+    """
+    who = subject.removeprefix(f"{FAMILY_PREFIX['family']}.")
+    if who == subject or "." in who:
+        return [subject]
+    return [f"{FAMILY_PREFIX['family']}.{w}" for w in filed_as(who)]
 
 
 def forget_words(request: ForgetRequest) -> str:
