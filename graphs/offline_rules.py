@@ -562,8 +562,9 @@ _MONEY = re.compile(
     r"(?i)[$€£¥]\s*\d|\d\s*(?:k\b|块|元|刀|美元|英镑|欧元|dollars?\b|bucks\b|quid\b|pounds?\b|euros?\b)"
 )
 # An age is a number ("I'm 38", "turning forty", "今年五十八岁"): one that counts a time or a
-# thing ("retired two years now", "taught for 38 years", "练了大半年", "16年的车") is none,
-# however the model reads the sentence. An exact format: the words for numbers and units.
+# thing ("retired two years now", "taught for 38 years", "练了大半年", "16年的车") or labels
+# one ("the 44 route", "the 9 bus") is none, however the model reads the sentence. An exact
+# format: the words for numbers and units, and "the" before a number.
 _EN_NUMBER = (
     r"\d{1,3}(?:s\b)?|(?:twen|thir|for|fif|six|seven|eigh|nine)ties"
     r"|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ]?(?:one|two|three|four"
@@ -571,7 +572,7 @@ _EN_NUMBER = (
     r"|one|two|three|four|five|six|seven|eight|nine|ten"
 )
 _AGE_NUMBER = re.compile(
-    rf"(?i)(?<![\w.,:/$€£¥])(?:{_EN_NUMBER})(?![\w.,:/])"
+    rf"(?i)(?<![\w.,:/$€£¥])(?<!\bthe )(?:{_EN_NUMBER})(?![\w.,:/])"
     r"(?!\s*-?\s*(?:years?|yrs?|months?|weeks?|days?|hours?|hrs?|minutes?|mins?|times?|km|miles?"
     r"|am|pm|o'clock)\b(?!\s*-?\s*old))"
     r"|(?<![第\d一二两三四五六七八九十$€£¥])(?:\d{1,3}|[一二两三四五六七八九十]{1,3})"

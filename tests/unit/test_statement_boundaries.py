@@ -214,6 +214,12 @@ def test_a_count_of_time_is_no_age(text: str) -> None:
     assert "profile.age" not in subjects, subjects
 
 
+def test_a_number_that_labels_something_is_no_age() -> None:
+    # The model reads it as about age; "the 27" is a route, never how old the user is.
+    subjects = [m.subject for m in extract_rules("mostly the 27 route these days", NOW).memories]
+    assert subjects and "profile.age" not in subjects, subjects
+
+
 @pytest.mark.parametrize("text", ["I'm 38", "Sorry, I'm 39, not 38.", "我今年三十二岁"])
 def test_an_age_said_as_a_number_is_the_users_age(text: str) -> None:
     subjects = [m.subject for m in extract_rules(text, NOW).memories]
