@@ -26,7 +26,7 @@ from memory.extraction import (
     has_cjk,
     trim_phrase,
 )
-from memory.recall.aliases import RELATIONS, relation_in, relation_words
+from memory.recall.aliases import PEOPLE, relation_in, relation_words
 from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
@@ -527,13 +527,12 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
 
 # A statement whose subject is someone else ("My colleague lives in Rome", "我老婆喜欢吃辣"):
 # it is kept, but never filed as the user's own city, name or taste. Someone else is a
-# relation by any of its words (`RELATIONS`), or anyone the user knows by their role.
-_PEOPLE = set(RELATIONS) - {"dog", "cat"}
+# relation by any of its words (`PEOPLE`), or anyone the user knows by their role.
 _OTHER_PERSON = re.compile(
     r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:"
-    + "|".join(map(re.escape, [*relation_words(False, _PEOPLE), "friend", "teacher", "doctor"]))
+    + "|".join(map(re.escape, [*relation_words(False, PEOPLE), "friend", "teacher", "doctor"]))
     + r")s?\b|^我的?(?:"
-    + "|".join(map(re.escape, [*relation_words(True, _PEOPLE), "朋友", "同学"]))
+    + "|".join(map(re.escape, [*relation_words(True, PEOPLE), "朋友", "同学"]))
     + ")"
 )
 _BIRTHDAY = re.compile(r"(?i)birthday|bday|\bturn(?:s|ing)\s+\d{1,3}\b|生日")

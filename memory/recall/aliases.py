@@ -25,6 +25,7 @@ from memory.text.language import HAN
 
 __all__ = [
     "KIN",
+    "PEOPLE",
     "RELATIONS",
     "Alias",
     "Hop",
@@ -85,10 +86,9 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 subject is filed under first (`relation_in`). Words of one relation are synonyms: "my mom"
 and "my mother" are one person, filed under one subject."""
 
-KIN = frozenset(
-    set(RELATIONS)
-    - {"children", "best friend", "roommate", "boss", "colleague", "neighbour", "dog", "cat"}
-)
+PEOPLE = frozenset(set(RELATIONS) - {"dog", "cat"})
+"""The relations that are people: a statement about one is not the user's own."""
+KIN = PEOPLE - {"children", "best friend", "roommate", "boss", "colleague", "neighbour"}
 """The relatives one can be filed under (`family.<relation>`). The children together are no
 one relative: "带孩子去哪儿转转" asks about the outing, not about what is filed on them."""
 
@@ -112,6 +112,7 @@ _KIN_WORD = {
     for zh, words in enumerate(RELATIONS[r])
     for w in words
 }
+_KIN_OF = {w: r for r in KIN for words in RELATIONS[r] for w in words}
 _ZH_LONG = "|".join(re.escape(w) for w in relation_words(True) if len(w) > 1)
 _ZH_SHORT = "".join(w for w in relation_words(True) if len(w) == 1)
 # One character (我姐, 他妈) is a relative after a pronoun or 的, or with no Han before it; after
@@ -129,7 +130,7 @@ SPOUSE = frozenset({"wife", "husband", "partner", "girlfriend", "boyfriend", "fi
 
 def filed_as(who: str) -> tuple[str, ...]:
     """Return the words what is said of a relative (`relation_in`) may be filed under."""
-    of = next((r for r in KIN if who in (_KIN_WORD[w] for ws in RELATIONS[r] for w in ws)), None)
+    of = _KIN_OF.get(who)
     if of not in SPOUSE:
         return (who,)
     reach = sorted(SPOUSE) if of == "partner" else [of, "partner"]

@@ -41,6 +41,7 @@ from memory.understanding import (
     read_utterances,
     slot_of,
 )
+from memory.understanding.topics import filed_under
 from memory.understanding.updates import in_users_words, parts_of, record_text
 
 log = logging.getLogger(__name__)
@@ -472,8 +473,8 @@ class Recall:
 
         if (who := aliases.relation_in(query)) is not None:
             # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿…"), what is
-            # filed under them is the answer (`relation_in`: one word per relative).
-            ids = filed(tuple(f"{FAMILY_PREFIX['family']}.{w}." for w in aliases.filed_as(who)))
+            # filed under them is the answer (`filed_under`).
+            ids = filed(tuple(f"{s}." for s in filed_under(f"{FAMILY_PREFIX['family']}.{who}")))
             if ids and len(ids) <= k:
                 return dict.fromkeys(ids, 1.0)
         if not family_prefixes(asked):
