@@ -58,7 +58,7 @@ from memory.dates.grammar import find_window  # noqa: E402
 from memory.index.embeddings import embed_queries, make_embedder  # noqa: E402
 from memory.lexical.bm25 import BM25Index  # noqa: E402
 from memory.recall import ranking  # noqa: E402
-from memory.recall.search import drop_restated_turns  # noqa: E402
+from memory.recall.together import drop_restated_turns  # noqa: E402
 from memory.store.records import normalize_text  # noqa: E402
 
 KS = (5, 10)

@@ -31,6 +31,7 @@ from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
+from memory.text.language import HAN_SPACE
 from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -391,18 +392,21 @@ _PAST_SPAN_DAYS = 31  # a past month is an event ("二〇二三年三月我在�
 
 
 _CONJUNCTION = re.compile(
-    r"^(?:and|but|also|so|plus)\s+|^(?:而且|还有|另外|但是|不过|并且|然后)", re.I
+    r"^(?:and|but|also|so|plus)\s+|^(?:而且|还有|另外|但是|不过|并且|然后|哎呀|哎|唉|诶|欸|嗯|呃)",
+    re.I,
 )
 
 
-# A comma inside a number ("85,000") or between a day and its year ("March 2, 1990") is part
-# of an exact format, not a clause break. A tentative verb phrase joined by "and" ("she's a
-# potter and will probably take over my table") is a clause of its own: it states nothing,
-# what it is joined to still does (`_TENTATIVE`).
+# A comma inside a number ("85,000") or between a day and its year ("March 2, 1990", "October
+# 14th, 1995") is part of an exact format, not a clause break. A tentative verb phrase joined
+# by "and" ("she's a potter and will probably take over my table") is a clause of its own: it
+# states nothing, what it is joined to still does (`_TENTATIVE`).
 _CLAUSE_BREAK = re.compile(
-    r"(?<!\d)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
+    r"(?<!\d)(?<!\dst|\dnd|\drd|\dth)[，,]\s*|(?<=\d)[，,](?!\d{3}\b|\s*\d{4}\b)\s*"
+    r"|(?<=\dst|\dnd|\drd|\dth)[，,](?!\s*\d{4}\b)\s*"
     rf"|{NOT_A_SUBJECT_END}\s+(?:and|but|also)\s+(?=(?:{I_ALONE}|i'm|we|we're|my)\b)"
-    r"|\s+and\s+(?=(?:will\s+|would\s+)?(?:probably|maybe|perhaps|might)\b)",
+    r"|\s+and\s+(?=(?:will\s+|would\s+)?(?:probably|maybe|perhaps|might)\b)"
+    rf"|{HAN_SPACE}",
     re.I,
 )
 

@@ -26,7 +26,7 @@ from memory.text.asking import (
     without_tag,
 )
 from memory.text.asking import is_filler as _is_filler
-from memory.text.language import HAN, has_han, language_of
+from memory.text.language import HAN, HAN_SPACE, has_han, language_of
 from memory.text.phrases import topic_clause
 from memory.text.statements import split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
@@ -424,8 +424,8 @@ _TOPIC_FIRST_ZH = re.compile(
     r"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:吧|呗|啊|呀|哈)+"
     r"|(?:别|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
-_REASON_BREAK = re.compile(r"(\s*[，,]\s*)")
-_LAST_CLAUSE = re.compile(r"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*")
+_REASON_BREAK = re.compile(rf"(\s*[，,]\s*|{HAN_SPACE})")
+_LAST_CLAUSE = re.compile(rf"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*|{HAN_SPACE}")
 
 
 _ONE_WORD = re.compile(rf"[{HAN}]{{1,4}}|[A-Za-z][A-Za-z'-]*")

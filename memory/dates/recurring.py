@@ -22,12 +22,14 @@ __all__ = ["recurring_fact"]
 _EN_OCCASION = re.compile(
     r"(?:\b(?:my|our)\s+(?:([a-z]+(?:[- ]in[- ]law)?)['’]s\s+)?|\b((?-i:[A-Z][a-z]+))['’]s\s+)"
     r"(birthday|bday|b-day|wedding anniversary|anniversary)\b"
-    r"|\bi\s+was\s+born\s+(?:on|in)\b",
+    r"|\bi\s+was\s+born\s+(?:on|in)\b"
+    r"|\b(?P<wed>(?:we|i)\s+(?:got|were|was)\s+married)\b",
     re.I,
 )
 _ZH_OCCASION = re.compile(
     r"(?:我们|我)(?:的)?(?:([\u4e00-\u9fff]{1,4}?)的?)?(生日|生辰|结婚纪念日|纪念日)"
     r"|我(?:是|在)?.{0,12}?(?:出生|生)的?$"
+    r"|(?P<wed>我.{0,16}?(?:结的婚|结婚的|领的证))"
 )
 _NOT_NAMES = frozenset({"Today", "Tomorrow", "Yesterday", "Tonight", "This", "Next", "Last"})
 _NEGATED = re.compile(r"\b(?:not|isn't|wasn't|never)\b|不是|没有", re.I)
@@ -36,12 +38,15 @@ _EN_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July
 
 
 def _content(owner: str | None, occasion: str, day: YearlyDate, zh: bool) -> str:
+    # The year it began is kept: how long a couple has been married, how old one turns.
     if zh:
         whose = f"用户{owner}的" if owner else "用户的"
-        return f"{whose}{occasion}是{day.month}月{day.day}日（每年）。"
+        since = f"，{day.year}年起" if day.year else ""
+        return f"{whose}{occasion}是{day.month}月{day.day}日（每年{since}）。"
     # A relation is the user's ("User's mom's"); a name stands alone ("Lena's").
     whose = "User's" if not owner else f"{owner}'s" if owner[0].isupper() else f"User's {owner}'s"
-    return f"{whose} {occasion} is {_EN_MONTH_NAMES[day.month - 1]} {day.day} (every year)."
+    since = f", since {day.year}" if day.year else ""
+    return f"{whose} {occasion} is {_EN_MONTH_NAMES[day.month - 1]} {day.day} (every year{since})."
 
 
 def recurring_fact(clause: str) -> CandidateMemory | None:
@@ -60,16 +65,18 @@ def recurring_fact(clause: str) -> CandidateMemory | None:
         return None
     zh = _ZH_OCCASION.search(clause)
     en = None if zh else _EN_OCCASION.search(clause)
-    if zh is None and en is None:
+    found = zh or en
+    if found is None:
         return None
+    wed = found["wed"] is not None  # the day they married comes back as the anniversary
     if zh is not None:
-        owner, word = zh[1], zh[2] or "生日"
+        owner, word = zh[1], zh[2] or ("结婚纪念日" if wed else "生日")
         if word == "纪念日" and owner and owner.endswith(("结婚", "恋爱")):
             word, owner = ("结婚纪念日" if owner.endswith("结婚") else word), owner[:-2] or None
         occasion = word if "纪念日" in word else "生日"
     else:
         assert en is not None
-        word = (en[3] or "birthday").lower()
+        word = (en[3] or ("wedding anniversary" if wed else "birthday")).lower()
         occasion = "birthday" if word in ("bday", "b-day") else word
         owner = en[1].lower() if en[1] else en[2]  # "my Mom's" → mom; "Lena's" stays Lena
         if owner in _NOT_NAMES:

@@ -202,17 +202,24 @@ def lean_year(today: date, first: tuple[int, int], last: tuple[int, int], future
     return today.year if first <= (today.month, today.day) else today.year - 1
 
 
+KEEPS_THIS_YEAR = timedelta(days=90)
+"""How long ago a day of the year, said with no year nor past verb, may be this year's (a
+quarter, by hand: half a year took a date moved to next June, said in December, for last
+June's)."""
+
+
 def month_day(today: date, month: int, day: int, year: int | None, future: bool) -> DaySpan | None:
     """Return a day of the year `year`, or of the leaning year when `year` is None.
 
-    Leaning forward, a day passed less than 180 days ago keeps this year: "on 5 May" said
-    in June is last month's, not next year's.
+    Leaning forward, a day passed less than `KEEPS_THIS_YEAR` ago keeps this year: "on 5 May"
+    said in June is last month's, not next year's; "bumped me to June 17" said in December is
+    next June's.
     """
     if year is None:
         if future:
             year = today.year
             found = safe_date(year, month, day)
-            if found is not None and found < today - timedelta(days=180):
+            if found is not None and found < today - KEEPS_THIS_YEAR:
                 year += 1
         else:
             year = lean_year(today, (month, day), (month, day), False)

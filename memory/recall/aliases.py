@@ -126,14 +126,27 @@ _RELATION = re.compile(
 SPOUSE = frozenset({"wife", "husband", "partner", "girlfriend", "boyfriend", "fiance"})
 """Relations that name the user's other half. "partner" (对象, 那口子, 我家那位) is any of them:
 "我家那位生日快到了" is about "我媳妇儿叫林悦"; a husband is no boyfriend."""
+GENERAL = {
+    "partner": SPOUSE - {"partner"},
+    "grandchild": frozenset({"grandson", "granddaughter"}),
+    "parents": frozenset({"mother", "father"}),
+    "sibling": frozenset(
+        {"sister", "brother", "younger sister", "older sister", "younger brother", "older brother"}
+    ),
+}
+"""A word for any of several relatives ("the grandkid", 另一半, 爸妈): what is said of each of
+them is what it means. A specific word means that one, or the general word ("our grandson
+Ollie" is "the grandkid"; a husband is a partner, never a boyfriend)."""
+_GENERAL_OF = {r: g for g, these in GENERAL.items() for r in (g, *these)}
 
 
 def filed_as(who: str) -> tuple[str, ...]:
     """Return the words what is said of a relative (`relation_in`) may be filed under."""
-    of = _KIN_OF.get(who)
-    if of not in SPOUSE:
+    of = _KIN_OF.get(who, who)
+    general = _GENERAL_OF.get(of)
+    if general is None:
         return (who,)
-    reach = sorted(SPOUSE) if of == "partner" else [of, "partner"]
+    reach = [of, *sorted(GENERAL[of])] if of == general else [of, general]
     return tuple(
         dict.fromkeys([who, *(_KIN_WORD[w] for r in reach for ws in RELATIONS[r] for w in ws)])
     )

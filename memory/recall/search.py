@@ -21,6 +21,7 @@ from memory.lexical.changes import LexicalSnapshots
 from memory.lexical.snapshot import UserIndex
 from memory.lifecycle import Policy
 from memory.recall import aliases, ranking
+from memory.recall.together import drop_restated_turns, said_in_message, said_together
 from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import (
@@ -50,10 +51,15 @@ CANDIDATES = 200
 PINNED = 4
 """At most this many core memories are added to what a query recalls."""
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
-ASKED_WITH = {"diet": ("health",)}
-"""What a question about a family also asks about: a meal must avoid what the user's body
-does not take ("晚饭吃什么好？" reads as diet; "用户对芒果过敏。" and a reaction kept in the
-user's words, "芒果我碰不了，一吃就起疹子", are filed under health)."""
+ASKED_WITH = {"diet": ("health",), "travel": ("event",)}
+"""What a question about a family also asks about (the prefixes of what is filed under it):
+a meal must avoid what the user's body does not take ("晚饭吃什么好？" reads as diet; "用户对
+芒果过敏。" and a reaction kept in the user's words, "芒果我碰不了，一吃就起疹子", are filed
+under health); a trip is one the user planned ("那边这几天冷不冷，要带羽绒服吗" after "下周三
+飞哈尔滨看冰雕", a dated event)."""
+MEAL = "diet"
+"""A meal is the household's too: what the food head reads of a relative ("我老公一点辣都
+吃不了", filed under him) comes with the user's own limits."""
 NEARER = 0.05
 """How far above the best match a meal's limit nearest to what was asked is lifted (one
 nearest to nothing: level with it); they are ordered by their nearness to the question
@@ -65,9 +71,6 @@ no word with "我们家租在江北区". Under it, just above the relevance floo
 IMMINENT = timedelta(days=14)
 ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
-SAID_WITH = 4
-"""At most this many raw statements (or memories) of its message come with a clause kept in
-the user's words."""
 
 
 def pin(record: MemoryRecord) -> tuple[str, float] | None:
@@ -150,121 +153,6 @@ def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> s
         and len(words := normalize_text(record_text(records[i].content))) >= _ECHO_CHARS
         and (words in said or words == whole)
     }
-
-
-def _said_together(ids: set[str], records: Mapping[str, MemoryRecord], now: datetime) -> set[str]:
-    """Return the typed memories said in the same statement as one of `ids`.
-
-    A sentence cut into clauses is filed clause by clause, and a clause may land in another
-    family than the sentence is about ("我是佛教徒" in "我是佛教徒，长期吃素"): what was said in
-    one breath is lifted together. A memory's own statement is the first it is linked to
-    (`memory.turn.link`); the others are ones whose words it merely repeats.
-    """
-
-    def said_in(rec: MemoryRecord) -> str | None:
-        return rec.source.statement_ids[0] if rec.source.statement_ids else None
-
-    said = {sid for i in ids if i in records and (sid := said_in(records[i])) is not None}
-    if not said:
-        return set()
-    return {
-        rid
-        for rid, rec in records.items()
-        if rid not in ids
-        and rec.kind != "episode"
-        and said_in(rec) in said
-        and rec.is_recallable(now)
-    }
-
-
-def said_in_message(
-    ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
-) -> dict[str, list[str]]:
-    """Return, for each memory of `ids`, what else its message said.
-
-    A message is filed clause by clause, and a clause alone often says nothing: "my throat
-    gets scratchy and tight" answers "Am I allergic to anything?" only beside "Sesame wrecks
-    me." of the same message, and "mostly for a Lisbon trip" says nothing of Portuguese
-    when "been trying to pick up Portuguese" was filed under no memory. The message's raw
-    statements say all of it that is still kept; when none was archived, its other memories
-    stand in. A memory an extractor wrote in its own words ("用户在一家做跨境电商的公司工作。")
-    restates its own statements and may have dropped the rest of the message ("叫海鲸科技"):
-    it brings the message's other raw statements only. A raw statement brings the rest of
-    its message as said ("switched gyms!" answers "which gym do I go to?" only beside "I'm
-    at the YMCA now"). At most `SAID_WITH`, in the order kept.
-    """
-    asked = {i: key for i in ids if i in records and (key := message_of(records[i])) is not None}
-    if not asked:
-        return {}
-    kept: dict[tuple[str, str], list[MemoryRecord]] = {}
-    wanted = set(asked.values())
-    for rec in records.values():
-        key = message_of(rec)
-        if key in wanted and rec.is_recallable(now):
-            kept.setdefault(key, []).append(rec)
-
-    def said(i: str, key: tuple[str, str]) -> list[str]:
-        rec = records[i]
-        found = sorted(kept.get(key, []), key=lambda r: (r.created_at, r.id))
-        raw = [r for r in found if r.kind == "episode"]
-        if rec.kind == "episode":  # a raw statement: the rest of its message, as said
-            return [r.id for r in raw if r.id != i][:SAID_WITH]
-        if not in_users_words(rec.content):  # in the extractor's words
-            own = set(rec.source.statement_ids)
-            return [r.id for r in raw if r.id not in own][:SAID_WITH] if own else []
-        return [r.id for r in raw or found if r.id != i][:SAID_WITH]
-
-    return {i: said(i, key) for i, key in asked.items()}
-
-
-def drop_restated_turns(
-    ranked: list[tuple[str, float]],
-    live: dict[str, MemoryRecord],
-    lexical: list[tuple[str, float]],
-    pinned: list[MemoryRecord],
-    k: int,
-) -> list[tuple[str, float]]:
-    """Drop raw turns, recalled on meaning alone, whose own extraction is recalled too.
-
-    "I live in Oslo." next to "User lives in Oslo." (extracted from that very message, so
-    its source is that one message) only repeats it; a turn that matched the query's words
-    is kept, since it may say more than was extracted.
-    """
-    shown = [live[i] for i, _ in ranked[:k]] + pinned
-    typed = [r for r in shown if r.kind != "episode"]
-    # A memory linked to its statement restates that statement alone; one from before
-    # statements existed restates its whole message.
-    said = {sid for r in typed for sid in r.source.statement_ids}
-    messages = {
-        r.source.message_ids[0]
-        for r in typed
-        if not r.source.statement_ids and len(r.source.message_ids) == 1
-    }
-    if not said and not messages:
-        return ranked
-    matched = {i for i, s in lexical if s > 0}
-
-    def restated(turn: MemoryRecord) -> bool:
-        if turn.id in said:
-            return True
-        ids = set(turn.source.message_ids)
-        return bool(ids) and ids <= messages
-
-    # A turn that matched the query's words may say more than was extracted, unless a typed
-    # memory shown quotes all of it ("用户说：晚上尽量不吃米饭。" for "晚上尽量不吃米饭。").
-    quoted = [normalize_text(r.content) for r in typed]
-
-    def says_more(turn: MemoryRecord) -> bool:
-        words = normalize_text(turn.content)
-        return not words or not any(words in q for q in quoted)
-
-    return [
-        (i, s)
-        for i, s in ranked
-        if live[i].kind != "episode"
-        or not restated(live[i])
-        or (i in matched and says_more(live[i]))
-    ]
 
 
 class Recall:
@@ -354,7 +242,7 @@ class Recall:
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
         family = set(near) - echoes
         if family:
-            family |= _said_together(family, snap.records, now)
+            family |= said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
             # (lifting it to the best hit flooded Chinese paraphrase recall with neighbours).
             # What a user has one of (a slot: home, employer, age) is the answer itself: its
@@ -384,6 +272,14 @@ class Recall:
             have = {i for i, _ in dense}
             dense = [(i, max(sim, lift(i)) if i in family else sim) for i, sim in dense]
             dense += [(i, lift(i)) for i in family if i not in have]
+            # A meal's limits level with the best word match too: a remark said with the
+            # question shares words with what it is not about ("Rough shift at the depot,
+            # what's for tea?"). Not another family's: "my calves ache, any stretches before
+            # five-a-side?" is answered by the football, not by every health remark.
+            top = max((s for _, s in lexical), default=0.0)
+            sure = {i: top for i in family if near.get(i) is not None}
+            if top and sure and read_utterance(query).asked == MEAL:
+                lexical = sorted({**dict(lexical), **sure}.items(), key=lambda x: -x[1])
         for i, _ in dense:
             if i not in live and i in records and records[i].is_recallable(now):
                 live[i] = records[i]
@@ -492,6 +388,12 @@ class Recall:
             if also or probability_of(reading, asked, asked=True) >= SURE_OF_ONE:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
+        if asked == MEAL and who is None and not someone:
+            kin = filed(family_prefixes("family"))
+            readings = read_utterances([records[i].content for i in kin])
+            found.update(
+                (i, nearness(r, reading)) for i, r in zip(kin, readings, strict=True) if r.food
+            )
         # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的
         # 技能？" asks about skills, and about the user's work.
         # Of someone else ("What does my brother like to eat?"), none of the user's own.

@@ -13,6 +13,9 @@ from typing import Literal
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Han characters: the CJK unified ideographs, their extensions and compatibility forms."""
 HAN_CHAR = re.compile(f"[{HAN}]")
+HAN_SPACE = f"(?<=[{HAN}])[ \t\u3000]+(?=[{HAN}])"
+"""A space between Chinese characters: where chat writing puts a comma ("唉我有哮喘 换季就犯
+出门得揣着喷雾"), so it breaks clauses as a comma does."""
 _TITLES = ("Mr", "Mrs", "Ms", "Dr", "St", "Mt", "Jr", "Sr", "Prof", "vs", "Co", "Ave", "Rd", "Blvd")
 NOT_AN_END = "".join(rf"(?<!\b{t}\.)" for t in _TITLES)
 """Lookbehinds: the full stop of an abbreviation ("St. Vincent's", "Dr. Chen", "Co. Wicklow")

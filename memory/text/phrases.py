@@ -22,8 +22,8 @@ __all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states", "topic_
 # Where what a request names ends and its reason starts: a sentence's end or an ellipsis, or
 # a comma or a dash before a subject pronoun (a closed class) that starts a clause of its own.
 _REASON_STARTS = re.compile(
-    r"\s*(?:[?？!！。;；]|…+|\.{3,})|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it's|we|we're"
-    r"|they|they're|that's|there's)\b)",
+    r"\s*(?:[?？!！。;；]|…+|\.{3,})|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it|it's"
+    r"|we|we're|you|you're|they|they're|that's|there's)\b)",
     re.I,
 )
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from memory.store.records import UserId, stable_id
-from memory.text.language import HAN, NOT_AN_END
+from memory.text.language import HAN, HAN_SPACE, NOT_AN_END
 
 _SENTENCE_END = re.compile(rf"(?<=[.!?]){NOT_AN_END}\s+(?=\S)|(?<=[。！？；;])\s*|\n+")
 # A Chinese comma separates clauses; an enumeration comma (、) does not. A marker that
@@ -24,7 +24,7 @@ _SENTENCE_END = re.compile(rf"(?<=[.!?]){NOT_AN_END}\s+(?=\S)|(?<=[。！？；;
 # it did: the screened thread splits as the words did when they were said.
 _CUT = r"\[forgotten |［已按"
 """The start of a forgotten statement's marker: a clause starts there as the statement did."""
-_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})")
+_ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})|{HAN_SPACE}")
 # "me and my mates do the pub quiz" is one subject, not two clauses (a comma would say so);
 # both splitters use it (`graphs.offline_rules`).
 NOT_A_SUBJECT_END = r"(?<!\b[Mm]e)(?<!\b[Yy]ou)(?<!\b[Hh]im)(?<!\b[Hh]er)(?<!\b[Uu]s)(?<!\b[Tt]hem)"

@@ -159,6 +159,9 @@ class Reading:
     medicine: bool = False
     """Whether it is about a medicine the user takes or uses ("每天早上吃一片缬沙坦", "the pills
     I'm on"): the `medicine` head at its threshold (`UnderstandingModel.medicine_threshold`)."""
+    food: bool = False
+    """Whether it tells what someone, the user or another, eats or must not ("我老公一点辣都
+    吃不了", "our youngest is allergic to sesame"): the `food` head at its threshold."""
 
     @property
     def asks(self) -> bool:
@@ -221,6 +224,9 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 medicine="medicine" in probs
                 and float(probs["medicine"][i][model.heads["medicine"].labels.index("medicine")])
                 >= model.medicine_threshold,
+                food="food" in probs
+                and float(probs["food"][i][model.heads["food"].labels.index("food")])
+                >= model.food_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

@@ -16,6 +16,7 @@ import re
 import sys
 import zlib
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -30,6 +31,12 @@ MEDICINE = ("medicine.en.txt", "medicine.zh.txt")
 `other` (health without one, diet, and everyday routines said the same way): the medicine
 head's lines (`memory.understanding.train.fit_medicine`)."""
 MEDICINE_LABELS = ("medicine", "other")
+FOOD = ("food.en.txt", "food.zh.txt")
+"""Statements labelled `food` (what someone, the user or a relative, eats, cannot eat or
+avoids: an allergy, a diet, a dislike, a doctor's limit) or `other` (other health, jobs in
+food, relatives' other news, questions about food that state nothing): the food head's lines
+(`memory.understanding.train.fit_food`). Written for the project (MIT), in no split."""
+FOOD_LABELS = ("food", "other")
 ASKING = ("asking.en.txt", "asking.zh.txt")
 """Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
 labelled with the family of the user's facts a good answer depends on though the question
@@ -119,10 +126,12 @@ def read_sources(directory: Path = CORPUS_DIR, names: tuple[str, ...] = SOURCES)
     return out
 
 
-def read_medicine(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
-    """Return `(text, language, label)` of every line of the `MEDICINE` sources."""
+def read_labelled(
+    names: Sequence[str], labels: Sequence[str], directory: Path = CORPUS_DIR
+) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of one head's sources (`## <label>`)."""
     out: list[tuple[str, str, str]] = []
-    for name in MEDICINE:
+    for name in names:
         lang = name.split(".")[1]
         label: str | None = None
         lines = (directory / name).read_text(encoding="utf-8").splitlines()
@@ -130,13 +139,24 @@ def read_medicine(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
             line = raw.strip()
             if line.startswith("## "):
                 label = line[3:].strip()
-                if label not in MEDICINE_LABELS:
-                    raise ValueError(f"{name}:{number}: a header is '## medicine' or '## other'")
+                if label not in labels:
+                    heads = " or ".join(f"'## {x}'" for x in labels)
+                    raise ValueError(f"{name}:{number}: a header is {heads}")
             elif line and label is None:
                 raise ValueError(f"{name}:{number}: a line before any header")
             elif line and label is not None:
                 out.append((line, lang, label))
     return out
+
+
+def read_medicine(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `MEDICINE` sources."""
+    return read_labelled(MEDICINE, MEDICINE_LABELS, directory)
+
+
+def read_food(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `FOOD` sources."""
+    return read_labelled(FOOD, FOOD_LABELS, directory)
 
 
 def split(

@@ -55,6 +55,9 @@ class UnderstandingModel:
     """The `medicine` head's probability at which a text is about a medicine the user takes:
     chosen on the medicine lines held out of its fit (`memory.understanding.train`); 1.0
     (never) for a model without the head."""
+    food_threshold: float = 1.0
+    """The `food` head's probability at which a text tells what someone eats or must not
+    (an allergy, a diet, a dislike), chosen as the medicine head's is; 1.0 without the head."""
 
     def span_floor(self, lang: str) -> float:
         """Return the span floor of a language (`memory.text.language.language_of`)."""
@@ -79,6 +82,7 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "forget_threshold": model.forget_threshold,
         "span_forget_floor": dict(model.span_forget_floor),
         "medicine_threshold": model.medicine_threshold,
+        "food_threshold": model.food_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -102,6 +106,7 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         float(meta["forget_threshold"]),
         _floors(meta.get("span_forget_floor", 0.1)),
         float(meta.get("medicine_threshold", 1.0)),
+        float(meta.get("food_threshold", 1.0)),
     )
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from memory.extraction import ForgetRequest
+from memory.lexical.bm25 import tokenize
 from memory.recall.aliases import filed_as
 from memory.store.records import MemoryRecord, is_raw_turn, message_of
 from memory.text.language import HAN, has_han
@@ -102,6 +103,8 @@ def by_meaning(
     near = _nearness(words, pool)
     best = np.array([max(near[i] for i, u in enumerate(pool) if u.message == m) for m in messages])
     at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
+    if at is None:
+        at = _by_a_word(words, best, [[u.text for u in pool if u.message == m] for m in messages])
     if at is None:
         return []
     taken = _said_together(
@@ -317,6 +320,25 @@ def nearest(words: str, texts: Sequence[str], floor: float, margin: float) -> in
     about as near are both left alone.
     """
     return pick(similarities(words, texts), floor, margin) if texts else None
+
+
+def _by_a_word(words: str, near: np.ndarray, said: Sequence[Sequence[str]]) -> int | None:
+    """Return the one of messages about as near that alone shares a word with `words`.
+
+    Messages within `MEANING_MARGIN` of the nearest are about as near: "我膝盖那个老伤" is
+    an old complaint, as "我膝盖半月板伤过" and "我有偏头痛" are, to the encoder; only the
+    first shares 膝盖. None when no message, or several, share the most. Words are the lexical
+    index's terms (English stems, Chinese characters and bigrams); a term every such message
+    has says nothing of which.
+    """
+    if not len(near) or float(near.max()) < MEANING_FLOOR:
+        return None
+    tied = [i for i, s in enumerate(near) if s >= MEANING_FLOOR and near.max() - s < MEANING_MARGIN]
+    terms = [set(tokenize(" ".join(said[i]))) for i in tied]
+    wanted = set(tokenize(words)).difference(set[str].intersection(*terms))
+    shared = [len(wanted & t) for t in terms]
+    most = max(shared)
+    return tied[shared.index(most)] if most and shared.count(most) == 1 else None
 
 
 def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:

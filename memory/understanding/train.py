@@ -23,6 +23,7 @@ from memory.understanding.corpus import (
     TRAPS,
     Utterance,
     load_split,
+    read_food,
     read_medicine,
     read_sources,
 )
@@ -288,45 +289,75 @@ def choose_span_floor(
 MEDICINE_PRECISION = 0.98
 """The precision the medicine head's threshold must reach on its held-out lines: a statement
 taken for a medicine is forgotten with "the pills I'm on"."""
-MEDICINE_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
+FOOD_PRECISION = 0.95
+"""The precision the food head's threshold must reach on its held-out lines: a relative's
+remark taken for a food limit comes up with every meal."""
+THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
 
 def _held_out(text: str) -> bool:
-    """Return True for the quarter of the medicine lines the threshold is chosen on."""
+    """Return True for the quarter of a head's lines its threshold is chosen on."""
     return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 4 == 0
 
 
-def fit_medicine(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `medicine` head on the `MEDICINE` lines; return it, its threshold and figures.
+def fit_binary(
+    rows: Sequence[tuple[str, str, str]], label: str, precision: float, ngram_weight: float,
+    l2: float,
+) -> tuple[Head, float, dict[str, float]]:  # fmt: skip
+    """Fit a head of `label` against `other`; return it, its threshold and figures.
 
-    The corpus lines (train and dev) of no health family are `other` too: without them the
-    head had seen no pet, job or language course, and took "家里养了只柯基叫阿福" for a
-    medicine. The threshold is the lowest of `MEDICINE_THRESHOLDS` at which a head fitted on
-    three quarters of the lines reaches `MEDICINE_PRECISION` on the fourth (else the
-    highest); the head shipped is then fitted on all of them.
+    The threshold is the lowest of `THRESHOLDS` at which a head fitted on three quarters of
+    the lines reaches `precision` on the fourth (else the highest); the head shipped is
+    then fitted on all of them.
     """
-    rows = read_medicine()
-    rows += [(u.text, u.lang, "other") for u in corpus if u.family != "health"]
     fit_on = [r for r in rows if not _held_out(r[0])]
     held = [r for r in rows if _held_out(r[0])]
     head = fit_head(features([t for t, _, _ in fit_on], ngram_weight), [x for *_, x in fit_on], l2)
-    col = head.labels.index("medicine")
+    col = head.labels.index(label)
     probs = head.probabilities(features([t for t, _, _ in held], ngram_weight))[:, col]
-    gold = np.array([x == "medicine" for *_, x in held])
-    chosen = (MEDICINE_THRESHOLDS[-1], 0.0, 0.0)
-    for threshold in MEDICINE_THRESHOLDS:
+    gold = np.array([x == label for *_, x in held])
+    chosen = (THRESHOLDS[-1], 0.0, 0.0)
+    for threshold in THRESHOLDS:
         said = probs >= threshold
-        precision = float((said & gold).sum() / max(1, said.sum()))
-        recall = float((said & gold).sum() / max(1, gold.sum()))
-        if precision >= MEDICINE_PRECISION:
-            chosen = (threshold, precision, recall)
+        reached = float((said & gold).sum() / max(1, said.sum()))
+        if reached >= precision:
+            chosen = (threshold, reached, float((said & gold).sum() / max(1, gold.sum())))
             break
     final = fit_head(features([t for t, _, _ in rows], ngram_weight), [x for *_, x in rows], l2)
     report = {"threshold": chosen[0], "held_out_precision": chosen[1],
               "held_out_recall": chosen[2], "lines": len(rows), "held_out": len(held)}  # fmt: skip
     return final, chosen[0], report
+
+
+def fit_medicine(
+    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
+) -> tuple[Head, float, dict[str, float]]:
+    """Fit the `medicine` head on the `MEDICINE` lines (`fit_binary`).
+
+    The corpus lines (train and dev) of no health family are `other` too: without them the
+    head had seen no pet, job or language course, and took "家里养了只柯基叫阿福" for a
+    medicine.
+    """
+    rows = read_medicine()
+    rows += [(u.text, u.lang, "other") for u in corpus if u.family != "health"]
+    return fit_binary(rows, "medicine", MEDICINE_PRECISION, ngram_weight, l2)
+
+
+def fit_food(
+    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
+) -> tuple[Head, float, dict[str, float]]:
+    """Fit the `food` head on the `FOOD` lines (`fit_binary`).
+
+    The corpus lines (train and dev) of a family that is never about eating (home, work,
+    pets, trips…) are `other` too; diet, health and family lines may be a relative's limit.
+    """
+    rows = read_food()
+    rows += [
+        (u.text, u.lang, "other")
+        for u in corpus
+        if u.family not in ("diet", "health", "family", "none")
+    ]
+    return fit_binary(rows, "food", FOOD_PRECISION, ngram_weight, l2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -388,7 +419,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # fitted with every indirect question; the family head with the first ones only.
         final["asked"] = with_lines([*questions, *more], "family")
     final["medicine"], medicine_threshold, medicine = fit_medicine(ngram_weight, l2, both)
-    save_model(UnderstandingModel(final, ngram_weight, threshold, floor, medicine_threshold))
+    final["food"], food_threshold, food = fit_food(ngram_weight, l2, both)
+    save_model(
+        UnderstandingModel(
+            final, ngram_weight, threshold, floor, medicine_threshold, food_threshold
+        )
+    )
     summary = {
         "grid": report,
         "chosen": {"ngram_weight": ngram_weight, "l2": l2},
@@ -396,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "span_forget_floor": floor,
         "span_forget_floor_out_of_fold": oof_scores,
         "medicine": medicine,
+        "food": food,
         "encoder_dim": ENCODER_DIM,
     }
     sys.stdout.write(json.dumps(summary, indent=1) + "\n")

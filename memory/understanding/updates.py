@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
-from memory.text.language import has_han
+from memory.text.language import HAN_SPACE, has_han
 from memory.understanding import FAMILY_PREFIX
 from memory.understanding.features import sentence_vectors
 from memory.understanding.topics import family_of, pick
@@ -46,7 +46,7 @@ dev split states stays under 0.12 ("Most mornings I'm up at 6" 0.11), and so doe
 said beside another ("我周四也开始上瑜伽课了" 0.12)."""
 
 _SAID = re.compile(r"^(?:User said:\s*|用户说[：:]\s*)")
-_CLAUSE = re.compile(r"[,;:，；：、—]+|\s+-\s+")
+_CLAUSE = re.compile(rf"[,;:，；：、—]+|\s+-\s+|{HAN_SPACE}")
 
 
 def record_text(content: str) -> str:
