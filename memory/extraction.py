@@ -357,12 +357,14 @@ _FORGET_ZH: list[re.Pattern[str]] = [
         + r"(?:不要|别|不许|不准|不用)(?:再)?(?:提起|提到|提|说起|讲)(?P<q>.*?)(?:了|啦|吧)*$"
     ),
 ]
+# What was just said, named before it is taken back ("刚那条当我没说"): a closed class.
+_JUST_SAID_ZH = r"(?:(?:刚才|刚刚|刚|上面)?(?:那条|这条|那句|这句|说的)(?:话)?)?"
 _RETRACT_ZH = re.compile(
-    _ZH_LEAD + r"(?:就)?(?:当我没说(?:过)?|撤回(?:刚才|刚刚|上一句)?(?:的话|那句)?"
+    _ZH_LEAD + _JUST_SAID_ZH + r"(?:就)?(?:当我没说(?:过)?|撤回(?:刚才|刚刚|上一句)?(?:的话|那句)?"
     r"|收回(?:刚才|刚刚)?(?:的话|那句)"
     r"|(?:刚才|刚刚|上一句|最后一句|这句|那句)(?:说的|那句|这句|的)?(?:话)?(?:给|就)?"
     r"(?:删掉|删了|删除|去掉|忘掉|忘了|撤回|不算))"
-    r"(?:吧|了|啊)*$"
+    r"(?:吧|了|啊|哈|呀|啦|哦)*$"
 )
 
 
@@ -398,7 +400,9 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         if _RETRACT_EN.match(head) or _RETRACT_ZH.match(head):
             return ForgetRequest(query=that)  # "actually scratch that, it's not sorted yet"
         if (m := topic_first.match(head)) is not None:
-            return ForgetRequest(query=_words_of(m.group("q")) or that)
+            # A topic that takes back what was just said is "that" ("刚那条当我没说哈，别记了").
+            said_that = _RETRACT_EN.match(m.group("q")) or _RETRACT_ZH.match(m.group("q"))
+            return ForgetRequest(query=that if said_that else _words_of(m.group("q")) or that)
     return None
 
 
@@ -566,7 +570,7 @@ _REQUEST_WORDS = re.compile(
     r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
     r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
     r"|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
-    r"|删了|删|还有|也|那个|这个|事儿"
+    r"|删了|删|还有|也|那个|这个|那事儿|这事儿|那事|这事|事儿"
     r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
     r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|[…。，,？?！!]"
 )

@@ -33,20 +33,17 @@ _ZH_OCCASION = re.compile(
 )
 _NOT_NAMES = frozenset({"Today", "Tomorrow", "Yesterday", "Tonight", "This", "Next", "Last"})
 _NEGATED = re.compile(r"\b(?:not|isn't|wasn't|never)\b|不是|没有", re.I)
-_EN_MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August",
-                   "September", "October", "November", "December")  # fmt: skip
 
 
 def _content(owner: str | None, occasion: str, day: YearlyDate, zh: bool) -> str:
-    # The year it began is kept: how long a couple has been married, how old one turns.
+    # The day as the user said it ("14 June", "三月二号", with its year when said: how long a
+    # couple has been married, how old one turns); its value is the ISO form.
     if zh:
         whose = f"用户{owner}的" if owner else "用户的"
-        since = f"，{day.year}年起" if day.year else ""
-        return f"{whose}{occasion}是{day.month}月{day.day}日（每年{since}）。"
+        return f"{whose}{occasion}是{day.text}（每年）。"
     # A relation is the user's ("User's mom's"); a name stands alone ("Lena's").
     whose = "User's" if not owner else f"{owner}'s" if owner[0].isupper() else f"User's {owner}'s"
-    since = f", since {day.year}" if day.year else ""
-    return f"{whose} {occasion} is {_EN_MONTH_NAMES[day.month - 1]} {day.day} (every year{since})."
+    return f"{whose} {occasion} is {day.text} (every year)."
 
 
 def recurring_fact(clause: str) -> CandidateMemory | None:

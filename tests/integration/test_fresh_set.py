@@ -26,6 +26,7 @@ from memory.understanding.corpus import (
     ASKING,
     TRAIN_ONLY,
     TRAPS,
+    read_food,
     read_medicine,
     read_sources,
 )
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.integration
 def test_the_fresh_set_is_in_no_corpus_split(name: str) -> None:
     corpus = {u.text for u in read_sources()} | {u.text for u in read_sources(names=TRAIN_ONLY)}
     corpus |= {u.text for u in read_sources(names=TRAPS)}
-    corpus |= {text for text, _, _ in read_medicine()} | {
+    corpus |= {text for text, _, _ in [*read_medicine(), *read_food()]} | {
         u.text for u in read_sources(names=(*ASKING, *ASKED))
     }
     for part in (load_fresh(name)[lang] for lang in ("en", "zh")):

@@ -135,4 +135,4 @@ async def test_through_the_graph_what_recurs_and_what_happened_stay(index) -> No
         {"configurable": {"thread_id": "q"}},
         context=Context(user_id="alice"),
     )
-    assert "用户的生日是3月2日（每年）。" in [r["content"] for r in out["recalled"]]
+    assert "用户的生日是三月二号（每年）。" in [r["content"] for r in out["recalled"]]

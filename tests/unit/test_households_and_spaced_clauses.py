@@ -12,6 +12,7 @@ import pytest
 
 from graphs.offline_rules import extract_rules
 from memory.dates import find_date
+from memory.dates.grammar import find_yearly
 from memory.dates.recurring import recurring_fact
 from memory.extraction import Extraction, ForgetRequest, forget_requests
 from memory.recall.aliases import filed_as, relation_in
@@ -84,6 +85,8 @@ def test_the_day_a_couple_married_comes_back_every_year(said: str, value: str, s
     fact = recurring_fact(said)
     assert fact is not None and fact.subject == "dates.anniversary.wedding", fact
     assert fact.value == value and since in fact.content
+    # The day as said stays in the memory's words, beside its ISO value.
+    assert find_yearly(said) is not None and find_yearly(said).text in fact.content
 
 
 @pytest.mark.parametrize("said", ["我下个月12号结婚", "we're getting married on June 5th"])
@@ -236,3 +239,22 @@ def test_of_messages_about_as_near_the_one_sharing_a_word_is_taken() -> None:
     assert _by_a_word("我那个老毛病", np.array([0.40, 0.42]), said) is None
     # Below the floor, nothing is taken.
     assert _by_a_word("我膝盖那个老伤", np.array([0.20, 0.21]), said) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "query"),
+    [
+        # "那事儿" points at the topic; it is none of its words.
+        ("我养猫那事儿你别记了，猫送人了", "我养猫"),
+        # What was just said, named and taken back, then "don't keep it": "that".
+        ("刚才那条当我没说哦，别存了，太丢人", "这个"),
+        ("上面那句当我没说啦", "这个"),
+    ],
+)
+def test_a_request_about_that_matter_or_what_was_just_said(said: str, query: str) -> None:
+    assert [f.query for f in forget_requests(said)] == [query]
+
+
+def test_a_yearly_day_keeps_the_users_words_for_it() -> None:
+    fact = recurring_fact("our anniversary is 3 May, four years this time")
+    assert fact is not None and "3 May" in fact.content and fact.value == "--05-03"
