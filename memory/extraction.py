@@ -28,7 +28,7 @@ from memory.text.asking import (
 from memory.text.asking import is_filler as _is_filler
 from memory.text.language import HAN, HAN_SPACE, has_han, language_of
 from memory.text.phrases import topic_clause
-from memory.text.statements import split_text
+from memory.text.statements import parts_of, split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
 from memory.understanding.model import load_model
 
@@ -524,8 +524,6 @@ def _says_that(sentence: str) -> bool:
     scratch that last thing, don't keep it" the first part says it; in "don't worry about
     formatting, just give me the list", read whole as "that", no part does.
     """
-    from memory.understanding.updates import parts_of  # it imports this module
-
     parts = parts_of(sentence)[1:] or [sentence]
     # Forget is the likelier reading (0.5, by hand, not tuned) of both heads: the forget head
     # has read requests about a text ("drop the last bullet point from that list").

@@ -33,6 +33,7 @@ from memory.store.records import (
     normalize_text,
 )
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
+from memory.text.statements import parts_of
 from memory.understanding import (
     FAMILY_PREFIX,
     family_prefixes,
@@ -43,7 +44,7 @@ from memory.understanding import (
     slot_of,
 )
 from memory.understanding.topics import filed_under
-from memory.understanding.updates import in_users_words, parts_of, record_text
+from memory.understanding.updates import in_users_words, record_text
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200

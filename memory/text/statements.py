@@ -125,3 +125,17 @@ def continues(before: str, clause: str) -> bool:
     if _ENDS_SENTENCE.search(before) or not re.match(f"[{HAN}]", clause.strip()):
         return False
     return not _OWN_SUBJECT.match(clause.strip())
+
+
+_PART = re.compile(rf"[,;:，；：、—]+|\s+-\s+|{HAN_SPACE}")
+
+
+def parts_of(sentence: str) -> list[str]:
+    """Return the sentence and, if it has several, its parts (cut at any punctuation).
+
+    What an update or a forget request means is often in one part of it, the rest is why
+    ("…, the host's schedule changed", "my old bike, sold it last week anyway"): each
+    part is weighed beside the whole, and the nearest counts.
+    """
+    parts = [p.strip() for p in _PART.split(sentence) if len(p.strip()) > 1]
+    return [sentence, *parts] if len(parts) > 1 else [sentence]

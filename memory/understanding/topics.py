@@ -29,7 +29,7 @@ from memory.recall.aliases import filed_as
 from memory.store.records import MemoryRecord, is_raw_turn, message_of
 from memory.text.language import HAN, has_han
 from memory.text.phrases import phrase_of, states
-from memory.text.statements import continues, split_text, statement_id
+from memory.text.statements import continues, parts_of, split_text, statement_id
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
 from memory.understanding.features import sentence_vectors
 
@@ -308,9 +308,15 @@ def _said_together(family: str, said: Sequence[tuple[_Statement, float]]) -> lis
 
 
 def similarities(words: str, texts: Sequence[str]) -> np.ndarray:
-    """Return the bundled encoder's cosine similarity of `words` to each of `texts`."""
-    vectors = sentence_vectors([words, *texts])
-    return np.asarray(vectors[1:] @ vectors[0], dtype=np.float64)
+    """Return the bundled encoder's cosine similarity of `words` to each of `texts`.
+
+    That of the whole or of its nearest part (`parts_of`): "my old bike, sold it last week
+    anyway" is about the bike, not the sale.
+    """
+    parts = parts_of(words)
+    vectors = sentence_vectors([*parts, *texts])
+    sims = vectors[len(parts) :] @ vectors[: len(parts)].T
+    return np.asarray(sims.max(axis=1), dtype=np.float64)
 
 
 def nearest(words: str, texts: Sequence[str], floor: float, margin: float) -> int | None:

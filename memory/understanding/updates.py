@@ -22,7 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
-from memory.text.language import HAN_SPACE, has_han
+from memory.text.language import has_han
+from memory.text.statements import parts_of
 from memory.understanding import FAMILY_PREFIX
 from memory.understanding.features import sentence_vectors
 from memory.understanding.topics import family_of, pick
@@ -46,7 +47,6 @@ dev split states stays under 0.12 ("Most mornings I'm up at 6" 0.11), and so doe
 said beside another ("我周四也开始上瑜伽课了" 0.12)."""
 
 _SAID = re.compile(r"^(?:User said:\s*|用户说[：:]\s*)")
-_CLAUSE = re.compile(rf"[,;:，；：、—]+|\s+-\s+|{HAN_SPACE}")
 
 
 def record_text(content: str) -> str:
@@ -140,12 +140,6 @@ def changed_record(
     if at is None or not may_change(sentence, *records[pool[at]]):
         return None
     return pool[at]
-
-
-def parts_of(sentence: str) -> list[str]:
-    """Return the sentence and, if it has several, its clauses (cut at punctuation)."""
-    parts = [p.strip() for p in _CLAUSE.split(sentence) if len(p.strip()) > 1]
-    return [sentence, *parts] if len(parts) > 1 else [sentence]
 
 
 def update_similarities(sentence: str, contents: Sequence[str]) -> np.ndarray:

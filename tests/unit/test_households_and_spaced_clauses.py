@@ -258,3 +258,21 @@ def test_a_request_about_that_matter_or_what_was_just_said(said: str, query: str
 def test_a_yearly_day_keeps_the_users_words_for_it() -> None:
     fact = recurring_fact("our anniversary is 3 May, four years this time")
     assert fact is not None and "3 May" in fact.content and fact.value == "--05-03"
+
+
+def test_a_forget_requests_topic_is_weighed_by_its_nearest_part(service: MemoryService) -> None:
+    # The reason said after the topic weighed with it kept every message under the floor;
+    # the topic alone is clearly the bike.
+    _said(
+        service,
+        "I ride a Brompton folding bike to the office.",
+        "We have a tabby cat named Miso, she's 6.",
+        "I knit scarves every winter for the whole family.",
+    )
+    request_ = ForgetRequest(
+        query="my bike, flogged it at the car boot sale last sunday along with the old telly"
+        " and a box of dvds"
+    )
+    service.save("u", Extraction(forget=[request_]), Source(thread_id="t", said_at=NOW))
+    left = " | ".join(r.content for r in service.list("u", include_turns=True))
+    assert "Brompton" not in left and "Miso" in left and "scarves" in left, left
