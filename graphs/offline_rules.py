@@ -491,9 +491,15 @@ _RECURRING_DAY = re.compile(
 
 
 def _routine_by_form(clause: str, reading: Reading) -> Reading:
-    """Return the reading of a clause, a routine where its weekday is said as recurring."""
+    """Return the reading of a clause, a routine where its weekday is said as recurring.
+
+    A day that recurs names its occasion (a birthday, an anniversary): read as one without,
+    "4月30号出发，一路玩到五一" is a trip, never the user's birthday.
+    """
     if reading.kind == "event" and _RECURRING_DAY.search(clause):
         return replace(reading, kind="habit")
+    if reading.kind == "recurring_date" and not _OCCASION.search(clause):
+        return replace(reading, kind="event")
     return reading
 
 
@@ -540,6 +546,9 @@ _OTHER_PERSON = re.compile(
     + ")"
 )
 _BIRTHDAY = re.compile(r"(?i)birthday|bday|\bturn(?:s|ing)\s+\d{1,3}\b|生日")
+_OCCASION = re.compile(
+    rf"{_BIRTHDAY.pattern}|(?i:anniversary|married|wedding|born)|纪念日|周年|结婚|出生|生的|忌日"
+)
 # Whose name or number it is: a third person's ("her name's Hannah", "他叫小林") is not the
 # user's own, whatever family the model reads.
 _THIRD_PERSON = re.compile(

@@ -276,3 +276,25 @@ def test_a_forget_requests_topic_is_weighed_by_its_nearest_part(service: MemoryS
     service.save("u", Extraction(forget=[request_]), Source(thread_id="t", said_at=NOW))
     left = " | ".join(r.content for r in service.list("u", include_turns=True))
     assert "Brompton" not in left and "Miso" in left and "scarves" in left, left
+
+
+@pytest.mark.parametrize(
+    ("clause", "kind"),
+    [
+        ("4月30号出发，一路玩到五一", "event"),  # a trip: no occasion is named
+        ("leaving on the 2nd of July", "event"),
+        ("我爸生日是腊月初八", "recurring_date"),
+        ("our anniversary is on the 9th", "recurring_date"),
+    ],
+)
+def test_a_day_read_as_recurring_must_name_its_occasion(clause: str, kind: str) -> None:
+    # The kind head once read a trip's day as recurring, and it was filed as the user's
+    # birthday (replacing the real one). Whatever the head says, a day recurs only with an
+    # occasion named.
+    from dataclasses import replace
+
+    from graphs.offline_rules import _routine_by_form
+    from memory.understanding import read_utterance
+
+    reading = replace(read_utterance(clause), kind="recurring_date")
+    assert _routine_by_form(clause, reading).kind == kind
