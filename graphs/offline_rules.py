@@ -542,7 +542,10 @@ _OTHER_PERSON = re.compile(
     r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:"
     + "|".join(map(re.escape, [*relation_words(False, PEOPLE), "friend", "teacher", "doctor"]))
     + r")s?\b|^我的?(?:"
-    + "|".join(map(re.escape, [*relation_words(True, PEOPLE), "朋友", "同学"]))
+    # A word that has the speaker in it ("我家那位") goes on from the 我 that starts the clause.
+    + "|".join(
+        re.escape(w.removeprefix("我")) for w in [*relation_words(True, PEOPLE), "朋友", "同学"]
+    )
     + ")"
 )
 _BIRTHDAY = re.compile(r"(?i)birthday|bday|\bturn(?:s|ing)\s+\d{1,3}\b|生日")

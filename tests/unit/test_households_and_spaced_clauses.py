@@ -298,3 +298,39 @@ def test_a_day_read_as_recurring_must_name_its_occasion(clause: str, kind: str) 
 
     reading = replace(read_utterance(clause), kind="recurring_date")
     assert _routine_by_form(clause, reading).kind == kind
+
+
+async def test_a_relatives_limit_read_with_its_message_comes_with_a_meal(index) -> None:
+    # "我家那位见不得香菜" alone is no limit to the food head; beside "放了就不吃饭", the rest of
+    # its message (kept as raw statements by the turn), it is.
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from graphs.context import Context
+    from graphs.memory_agent import build_graph
+    from graphs.offline import OfflineChatModel
+    from graphs.settings import Settings
+
+    graph = build_graph(
+        InMemorySaver(), InMemoryStore(), settings=Settings(), model=OfflineChatModel(), index=index
+    )
+
+    async def turn(thread: str, text: str) -> list[str]:
+        out = await graph.ainvoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": thread}},
+            context=Context(user_id="u"),
+        )
+        return [r["content"] for r in out["recalled"]]
+
+    said = ["我家那位见不得香菜，一点都不能放，放了就不吃饭", "我家那位在医院当护士",
+            "我在电力局上班", "我家住在滨江", "我每天骑电动车上班", "我爱打羽毛球"]  # fmt: skip
+    for text in said:
+        await turn("t", text)
+    assert "香菜" in " ".join((await turn("q", "晚饭做点啥好"))[:2])
+
+
+def test_a_word_for_the_other_half_with_the_speaker_in_it_files_under_them() -> None:
+    subjects = [m.subject for m in extract_rules("我家那位在医院当护士", NOW).memories]
+    assert subjects and all(s.startswith("family.对象.") for s in subjects), subjects
