@@ -339,12 +339,15 @@ def _by_a_word(words: str, near: np.ndarray, said: Sequence[Sequence[str]]) -> i
     """
     if not len(near) or float(near.max()) < MEANING_FLOOR:
         return None
-    tied = [i for i, s in enumerate(near) if s >= MEANING_FLOOR and near.max() - s < MEANING_MARGIN]
+    tied = [i for i, s in enumerate(near) if near.max() - s < MEANING_MARGIN]
     terms = [set(tokenize(" ".join(said[i]))) for i in tied]
     wanted = set(tokenize(words)).difference(set[str].intersection(*terms))
     shared = [len(wanted & t) for t in terms]
     most = max(shared)
-    return tied[shared.index(most)] if most and shared.count(most) == 1 else None
+    if not most or shared.count(most) > 1:
+        return None
+    at = tied[shared.index(most)]
+    return at if near[at] >= MEANING_FLOOR else None
 
 
 def pick(sims: np.ndarray, floor: float, margin: float) -> int | None:

@@ -237,8 +237,10 @@ def test_of_messages_about_as_near_the_one_sharing_a_word_is_taken() -> None:
     assert _by_a_word("我膝盖那个老伤", np.array([0.40, 0.42]), said) == 0
     # A word both share (我, 有) decides nothing; none shared, none taken.
     assert _by_a_word("我那个老毛病", np.array([0.40, 0.42]), said) is None
-    # Below the floor, nothing is taken.
+    # Below the floor, nothing is taken; one about as near under it still counts as near.
     assert _by_a_word("我膝盖那个老伤", np.array([0.20, 0.21]), said) is None
+    assert _by_a_word("我膝盖那个老伤", np.array([0.31, 0.29]), said) == 0
+    assert _by_a_word("我偏头痛那个老毛病", np.array([0.31, 0.29]), said) is None
 
 
 @pytest.mark.parametrize(
