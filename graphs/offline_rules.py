@@ -550,7 +550,7 @@ _OTHER_PERSON = re.compile(
 )
 _BIRTHDAY = re.compile(r"(?i)birthday|bday|\bturn(?:s|ing)\s+\d{1,3}\b|生日")
 _OCCASION = re.compile(
-    rf"{_BIRTHDAY.pattern}|(?i:anniversary|married|wedding|born)|纪念日|周年|结婚|出生|生的|忌日"
+    rf"{_BIRTHDAY.pattern}|anniversary|married|wedding|born|纪念日|周年|结婚|出生|生的|忌日"
 )
 # Whose name or number it is: a third person's ("her name's Hannah", "他叫小林") is not the
 # user's own, whatever family the model reads.

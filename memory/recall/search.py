@@ -28,7 +28,6 @@ from memory.store.records import (
     KINDS,
     MemoryRecord,
     UserId,
-    is_raw_turn,
     message_of,
     namespace,
     normalize_text,
@@ -75,20 +74,17 @@ ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
 
 
-def _eats(records: Mapping[str, MemoryRecord], ids: list[str]) -> list[str]:
+def _eats(records: Mapping[str, MemoryRecord], ids: list[str], now: datetime) -> list[str]:
     """Return the ids of `ids` the food head reads as what someone eats or must not.
 
-    Each is read with its message too, whose raw statements may say more than its clause
-    ("我家那位见不得香菜" is a limit beside "放了就不吃饭").
+    Each is read with what its message said too (`said_in_message`), which may say more than
+    its clause ("我家那位见不得香菜" is a limit beside "放了就不吃饭").
     """
-    wanted = {i: key for i in ids if (key := message_of(records[i])) is not None}
-    said: dict[tuple[str, str], list[str]] = {}
-    keys = set(wanted.values())
-    for rec in sorted(records.values(), key=lambda r: (r.created_at, r.id)):
-        if is_raw_turn(rec) and (key := message_of(rec)) is not None and key in keys:
-            said.setdefault(key, []).append(record_text(rec.content))
+    said = said_in_message(ids, records, now)
     texts = [(i, records[i].content) for i in ids]
-    texts += [(i, " ".join(said[key])) for i, key in wanted.items() if key in said]
+    texts += [
+        (i, " ".join(record_text(records[j].content) for j in said[i])) for i in ids if said.get(i)
+    ]
     readings = read_utterances([text for _, text in texts])
     return sorted({i for (i, _), r in zip(texts, readings, strict=True) if r.food})
 
@@ -409,7 +405,7 @@ class Recall:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
         if asked == MEAL and who is None and not someone:
-            kin = _eats(records, filed(family_prefixes("family")))
+            kin = _eats(records, filed(family_prefixes("family")), now)
             readings = read_utterances([records[i].content for i in kin])
             found.update((i, nearness(r, reading)) for i, r in zip(kin, readings, strict=True))
         # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的

@@ -23,10 +23,8 @@ import numpy as np
 
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
 from memory.text.language import has_han
-from memory.text.statements import parts_of
 from memory.understanding import FAMILY_PREFIX
-from memory.understanding.features import sentence_vectors
-from memory.understanding.topics import family_of, pick
+from memory.understanding.topics import family_of, pick, similarities
 
 UPDATE_FLOOR = 0.26
 """The least cosine similarity (bundled encoder) between an update (its nearest part) and the
@@ -146,9 +144,7 @@ def update_similarities(sentence: str, contents: Sequence[str]) -> np.ndarray:
     """Return how near an update is to each record: its nearest part's cosine similarity.
 
     An update says more than the value it changes ("…, the host's schedule changed"), so
-    the sentence and each of its clauses are weighed, and the nearest counts.
+    the sentence and each of its clauses are weighed, and the nearest counts
+    (`topics.similarities`, as a forget request's topic is).
     """
-    parts = parts_of(sentence)
-    vectors = sentence_vectors([*parts, *(record_text(c) for c in contents)])
-    sims = vectors[len(parts) :] @ vectors[: len(parts)].T
-    return np.asarray(sims.max(axis=1), dtype=np.float64)
+    return similarities(sentence, [record_text(c) for c in contents])
