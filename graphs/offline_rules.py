@@ -773,6 +773,35 @@ def _news(sentence: str, reading: Reading, known: Sequence[Known]) -> bool:
     return read_utterance(record_text(content)).family == reading.family
 
 
+def _moved(
+    sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
+) -> list[CandidateMemory]:
+    """Return a statement's candidates, a dated event that moves a remembered one marked so.
+
+    News that a day moved is often read as a plain statement ("the office called and bumped
+    my cleaning to the 16th", update at 0.34, read as about work): at `NEWS_FLOOR` or above
+    (the sentence's, or its clause's that says it most),
+    a new day for the one dated event the statement is clearly about (`changed_record`,
+    weighed among the events) moves it, as a correction does. A day already remembered
+    for it moves nothing.
+    """
+    event = next((c for c in found if c.kind == "event" and c.event_date and not c.updates), None)
+    if event is None:
+        return found
+    # The news may be one clause of several ("bumped me to April 10 instead, which buys me a
+    # week"): the clause that says it most counts.
+    clauses = _clauses(sentence)
+    said = [reading, *(read_utterances(clauses) if len(clauses) > 1 else [])]
+    if max(r.update for r in said) < NEWS_FLOOR:
+        return found
+    old = _meant_by(sentence, replace(reading, family="schedule"), known)
+    if old is None or not old[1].startswith(f"{FAMILY_PREFIX['schedule']}."):
+        return found
+    if any(rid == old[0] and str(event.event_date) in content for rid, _, content in known):
+        return found
+    return [c.model_copy(update={"updates": old[0]}) if c is event else c for c in found]
+
+
 def _changes(
     sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
 ) -> list[CandidateMemory]:
@@ -942,6 +971,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             )
             if reading.intent == "update" and listed and not asking:
                 found = _changes(sentence, reading, found, listed)
+            elif firm and listed and not asking:
+                found = _moved(sentence, reading, found, listed)
         if asking:
             # A dated happening said with a forget request is why ("wipe what you have on the
             # old dog. we had him put down Monday"): kept, it would keep what is forgotten.

@@ -27,7 +27,7 @@ from memory.text.asking import (
 )
 from memory.text.asking import is_filler as _is_filler
 from memory.text.language import HAN, HAN_SPACE, has_han, language_of
-from memory.text.phrases import topic_clause
+from memory.text.phrases import TOLD, phrase_of, topic_clause, topic_words
 from memory.text.statements import parts_of, split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
 from memory.understanding.model import load_model
@@ -391,7 +391,8 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], trim_phrase(topic_clause(m["q"] or "")))
+        topic = TOLD.sub("", trim_phrase(topic_clause(m["q"] or "")))
+        query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
         return ForgetRequest(query=query or that)
     # A reason may follow a request said topic first ("…也删掉呗，最近不去了"): up to a comma.
     parts = _REASON_BREAK.split(s)
@@ -402,13 +403,8 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         if (m := topic_first.match(head)) is not None:
             # A topic that takes back what was just said is "that" ("刚那条当我没说哈，别记了").
             said_that = _RETRACT_EN.match(m.group("q")) or _RETRACT_ZH.match(m.group("q"))
-            return ForgetRequest(query=that if said_that else _words_of(m.group("q")) or that)
+            return ForgetRequest(query=that if said_that else topic_words(m.group("q")) or that)
     return None
-
-
-def _words_of(topic: str) -> str:
-    """Return a topic's words without request words ("我健身卡那个事儿": 我健身卡)."""
-    return " ".join(trim_phrase(_REQUEST_WORDS.sub(" ", topic)).split())
 
 
 # The topic first, then the request with a pronoun for it ("the quiz thing — please
@@ -512,7 +508,9 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     if subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
         subject = FAMILY_PREFIX[reading.family]
     elif subject is None and reading.target == "family" and reading.family == "family":
-        who = relation_in(sentence)  # "my husband" is all that is filed about him
+        # "my husband" is all that is filed about him; a relative named in the reason only
+        # ("…my days out with next door. his wife doesnt know") is not what is asked.
+        who = relation_in(query)
         subject = f"{FAMILY_PREFIX['family']}.{who}" if who else None
     return [ForgetRequest(query=query, subject=subject)]
 
@@ -539,39 +537,23 @@ def _topic_words(sentence: str) -> str:
     """
     clauses = split_text(sentence)
     if len(clauses) > 1:
-        about = [
-            c for c, r in zip(clauses, read_utterances(clauses), strict=True) if r.family != "none"
-        ]
+        readings = read_utterances(clauses)
+        # The clause that asks names what to forget when it names anything: "take out what i
+        # told you about my days out with next door. his wife doesnt know" is about the days
+        # out, though the reason speaks of a relative.
+        asking = max(range(len(clauses)), key=lambda i: readings[i].forget)
+        own = topic_words(TOLD.sub("", clauses[asking]))
+        if readings[asking].forget >= 0.5 and phrase_of(own, request=True):
+            return own
+        about = [c for c, r in zip(clauses, readings, strict=True) if r.family != "none"]
         clauses = about or clauses
-    return _words_of(" ".join(clauses))
+    return topic_words(" ".join(clauses))
 
 
 # Families with one value per user: the family alone says which record ("stop storing my
 # location"). Other families hold many (a sister and a brother), so only words pick them.
 _ONE_VALUE = frozenset({"home", "name", "age"})
 _ZH_ADDRESSEE = re.compile(r"(?:你|您)(?:就|都)?$")
-
-
-# The words of a forget request that name no content, cut before its words are matched.
-_REQUEST_WORDS = re.compile(
-    # "what" names a topic ("what I drive") unless it is what was told ("what I told you").
-    r"(?i)\b(?:what (?:i|you) (?:just )?(?:told|said|mentioned|know|have|remember)\w*"
-    r"|(?:hang|hold) on ?to|actually|please|pls|oops|hmm|wait|just|can you|could you"
-    r"|would you|you|i'd"
-    r"|rather|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
-    r"|drop|wipe|scrub|clear|leave|out of|your|memory|memories|notes|file|keep|keeping|store"
-    r"|storing|save|saving|remember|remembering|know|told|said|about|the|bit|part|thing"
-    r"|stuff|info|anything|everything|on|from|of|any|anymore|more|and|also|too|either|it"
-    r"|that|this|details?|pls|plz"
-    # How a request is asked or softened: "would you mind forgetting whatever …, okay?"
-    r"|forgetting|deleting|removing|erasing|dropping|wiping|clearing|mind|whatever|let's"
-    r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
-    r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
-    r"|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
-    r"|删了|删|还有|也|那个|这个|那事儿|这事儿|那事|这事|事儿"
-    r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
-    r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|[…。，,？?！!]"
-)
 
 
 # "你忘了吗？", "你删了我的地址吗": asks whether it was done (an object may come between).

@@ -174,8 +174,13 @@ def statement_lean(text: str) -> Lean:
     "周三我们开会了" and "I met Anna on Friday" are about the last Wednesday and Friday;
     "周三我们开会" and "I'll see Anna on Friday" about the next ones.
     """
-    low = _normalized(text)
+    # Read without its days of the month: "改到1月22号了" is "改到了", a booking moved, and its
+    # 了 tells the move was made, not that the day has come (`_BOOKED`).
+    low = _ZH_DAY.sub("", _normalized(text))
     return "past" if _PAST_STATEMENT.search(low) and not _FUTURE.search(low) else "future"
+
+
+_ZH_DAY = re.compile(rf"(?:{ZD}月)?{ZD}[日号]")
 
 
 _PHRASE_DAY = date(2026, 1, 7)  # any day will do: only the words are looked at

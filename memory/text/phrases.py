@@ -17,15 +17,63 @@ from memory.lexical.bm25 import STOP_WORDS, stem, tokenize
 from memory.store.records import MemoryRecord, normalize_text
 from memory.text.language import HAN, HAN_CHAR
 
-__all__ = ["Phrase", "key_phrase", "phrase_of", "said_phrase", "states", "topic_clause"]
+__all__ = [
+    "TOLD",
+    "Phrase",
+    "key_phrase",
+    "phrase_of",
+    "said_phrase",
+    "states",
+    "topic_clause",
+    "topic_words",
+]
 
 # Where what a request names ends and its reason starts: a sentence's end or an ellipsis, or
 # a comma or a dash before a subject pronoun (a closed class) that starts a clause of its own.
 _REASON_STARTS = re.compile(
-    r"\s*(?:[?？!！。;；]|…+|\.{3,})|\s*[,，—–]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it|it's"
+    r"\s*(?:[?？!！。;；]|…+|\.{3,})"
+    # A full stop ends the topic, not one of a title ("Dr. Okafor", "St. Mary's").
+    r"|(?<!\bdr)(?<!\bmr)(?<!\bms)(?<!\bst)(?<!\bmt)(?<!\bmrs)(?<!\bprof)\.\s+(?=\w)"
+    r"|\s*[,，—–(（]\s*(?=(?:I|I'm|I've|I'd|I'll|he|he's|she|she's|it|it's"
     r"|we|we're|you|you're|they|they're|that's|there's)\b)",
     re.I,
 )
+
+
+TOLD = re.compile(
+    r"(?i)^(?:(?:what|everything|anything|all|whatever|the (?:stuff|bits?|things?|parts?))\s+)?"
+    r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
+    r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
+)
+"""What was told, which a forget request names its topic by ("don't keep what I said about
+my allotment"): no words of the topic."""
+
+# The words of a forget request that name no content, cut before its words are matched.
+_REQUEST_WORDS = re.compile(
+    # "what" names a topic ("what I drive") unless it is what was told ("what I told you").
+    r"(?i)\b(?:what (?:i|you) (?:just )?(?:told|said|mentioned|know|have|remember)\w*"
+    r"|(?:hang|hold) on ?to|actually|please|pls|oops|hmm|wait|just|can you|could you"
+    r"|would you|you|i'd"
+    r"|rather|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
+    r"|take out|bin|ditch|chuck|scrap|toss"
+    r"|drop|wipe|scrub|clear|leave|out of|your|memory|memories|notes|file|keep|keeping|store"
+    r"|storing|save|saving|remember|remembering|know|told|said|about|the|bit|part|thing"
+    r"|stuff|info|anything|everything|on|from|of|any|anymore|more|and|also|too|either|it"
+    r"|that|this|details?|pls|plz"
+    # How a request is asked or softened: "would you mind forgetting whatever …, okay?"
+    r"|forgetting|deleting|removing|erasing|dropping|wiping|clearing|mind|whatever|let's"
+    r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
+    r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
+    r"|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
+    r"|删了|删|还有|也|那个|这个|那事儿|这事儿|那事|这事|事儿"
+    r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
+    r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|[…。，,？?！!]"
+)
+
+
+def topic_words(topic: str) -> str:
+    """Return a topic's words without request words ("我健身卡那个事儿": 我健身卡)."""
+    return " ".join(_REQUEST_WORDS.sub(" ", topic).strip(" \t\"'“”‘’。.,，!！").split())
 
 
 def topic_clause(words: str) -> str:
