@@ -55,6 +55,8 @@ FRESH_SETS = {
     "fresh24": DATA / "understanding_fresh24.json",
     "fresh25": DATA / "understanding_fresh25.json",
     "fresh26": DATA / "understanding_fresh26.json",
+    "fresh27": DATA / "understanding_fresh27.json",
+    "fresh28": DATA / "understanding_fresh28.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -78,7 +80,9 @@ twenty-first was kept unread until that stop's work was in, then read and worked
 twenty-second was kept unread until all of it was in. The twenty-third was first run before
 any of the next stop's work, then read; the twenty-fourth was kept unread until all of that
 stop's work was in. The twenty-fifth was first run before any of the next stop's work, then
-read; the twenty-sixth was kept unread until all of that stop's work was in."""
+read; the twenty-sixth was kept unread until all of that stop's work was in. The
+twenty-seventh and twenty-eighth were first run before any of the next stop's work, then
+read."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

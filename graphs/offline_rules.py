@@ -699,7 +699,10 @@ def _statements(
     readings = (
         [reading] * len(missed)
         if len(clauses) == 1
-        else [r if r.family != "none" else in_context(r, reading) for r in read_utterances(missed)]
+        else [
+            _in_sentence(c, r, reading)
+            for c, r in zip(missed, read_utterances(missed), strict=True)
+        ]
     )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
@@ -710,6 +713,26 @@ def _statements(
         if cand is not None:
             out.append(cand)
     return out
+
+
+def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
+    """Return a clause's reading with the subject its sentence gives it where it names none.
+
+    A clause about nothing by itself takes its sentence's family (`in_context`). One read
+    as a value the user has one of (an age, a name) that does not say it is the user's
+    (`_THE_USER`) is of what the sentence is about: "9 now" in "greyhound, 9 now, slowing down
+    a lot" is the dog's age, and filed as the user's it would replace theirs.
+    A relative's is found by `_subject` ("我女儿叫朵朵，今年五岁").
+    """
+    if reading.family == "none":
+        return in_context(reading, whole)
+    if (
+        reading.family in ("age", "name")
+        and whole.family not in (reading.family, "none", "family")
+        and not _THE_USER.search(clause)
+    ):
+        return replace(reading, family=whole.family)
+    return reading
 
 
 Known = tuple[str, str, str]
@@ -778,8 +801,8 @@ def _moved(
 ) -> list[CandidateMemory]:
     """Return a statement's candidates, a dated event that moves a remembered one marked so.
 
-    News that a day moved is often read as a plain statement ("the office called and bumped
-    my cleaning to the 16th", update at 0.34, read as about work): at `NEWS_FLOOR` or above
+    News that a day moved is often read as a plain statement ("physio place rang, bumped
+    me back to the 21st, same slot", read as about work): at `NEWS_FLOOR` or above
     (the sentence's, or its clause's that says it most),
     a new day for the one dated event the statement is clearly about (`changed_record`,
     weighed among the events) moves it, as a correction does. A day already remembered
@@ -788,8 +811,8 @@ def _moved(
     event = next((c for c in found if c.kind == "event" and c.event_date and not c.updates), None)
     if event is None:
         return found
-    # The news may be one clause of several ("bumped me to April 10 instead, which buys me a
-    # week"): the clause that says it most counts.
+    # The news may be one clause of several ("bumped me back to the 21st, which suits me
+    # better"): the clause that says it most counts.
     clauses = _clauses(sentence)
     said = [reading, *(read_utterances(clauses) if len(clauses) > 1 else [])]
     if max(r.update for r in said) < NEWS_FLOOR:

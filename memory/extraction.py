@@ -509,7 +509,7 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         subject = FAMILY_PREFIX[reading.family]
     elif subject is None and reading.target == "family" and reading.family == "family":
         # "my husband" is all that is filed about him; a relative named in the reason only
-        # ("…my days out with next door. his wife doesnt know") is not what is asked.
+        # ("…the allotment. my brother wants it kept quiet") is not what is asked.
         who = relation_in(query)
         subject = f"{FAMILY_PREFIX['family']}.{who}" if who else None
     return [ForgetRequest(query=query, subject=subject)]
@@ -538,9 +538,9 @@ def _topic_words(sentence: str) -> str:
     clauses = split_text(sentence)
     if len(clauses) > 1:
         readings = read_utterances(clauses)
-        # The clause that asks names what to forget when it names anything: "take out what i
-        # told you about my days out with next door. his wife doesnt know" is about the days
-        # out, though the reason speaks of a relative.
+        # The clause that asks names what to forget when it names anything: "bin what i said
+        # about the allotment. my brother wants it kept quiet" is about the allotment, though
+        # the reason speaks of a relative.
         asking = max(range(len(clauses)), key=lambda i: readings[i].forget)
         own = topic_words(TOLD.sub("", clauses[asking]))
         if readings[asking].forget >= 0.5 and phrase_of(own, request=True):

@@ -46,7 +46,7 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "older brother": ((), ("哥哥", "大哥", "哥")),
     "sibling": (("sibling",), ("兄弟姐妹",)),
     "mother": (("mother", "mom", "mum", "mommy", "mummy", "mama"), ("妈妈", "母亲", "老妈", "妈")),
-    "father": (("father", "dad", "daddy", "papa"), ("爸爸", "父亲", "老爸", "爸")),
+    "father": (("father", "dad", "daddy", "papa"), ("爸爸", "父亲", "老爸", "老汉儿", "爸")),
     "parents": (("parents",), ("爸妈", "父母")),
     "wife": (("wife", "missus", "wifey"), ("老婆", "妻子", "太太", "爱人", "媳妇儿", "媳妇")),
     "husband": (("husband", "hubby"), ("老公", "丈夫")),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -70,6 +71,7 @@ SURE_OF_ONE = 0.5
 lifted to the best match, as a meal's limits are: "周末想在家附近找个地方逛逛" (home) shares
 no word with "我们家租在江北区". Under it, just above the relevance floor."""
 IMMINENT = timedelta(days=14)
+_PARTS = re.compile(r"[，,;；]")
 ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
 
@@ -369,8 +371,16 @@ class Recall:
         """
         reading = read_utterance(query)
         asked = reading.asked  # what the answer depends on, not what the words are about
-        # A request asks too, read as a plan or not ("help me plan meals for the week").
-        asks = reading.intent == "question" or asks_by_form(query) or only_asks_for_help(query)
+        # A request asks too, read as a plan or not ("help me plan meals for the week"), and so
+        # does a message whose last part asks, though it says something first ("这周末回去给我
+        # 爸做顿饭，整点啥菜好": kept for what it says, asked for what it asks).
+        last = _PARTS.split(query.strip().rstrip("。.!！~～"))[-1]
+        asks = (
+            reading.intent == "question"
+            or asks_by_form(query)
+            or asks_by_form(last)
+            or only_asks_for_help(query)
+        )
         if not asks:
             return {}
 

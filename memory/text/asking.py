@@ -25,11 +25,19 @@ _PRONOUN_EN = r"i|you|u|we|they|he|she|it|there|anyone|anybody|someone|somebody|
 _YES_NO_EN = re.compile(
     rf"^(?:(?:do|does|did|can|could|should|would|will|shall|may|might|must|is|are|am|was|were)"
     rf"(?:n't|nt)?\s+(?:(?:{_PRONOUN_EN}|the|this|that|these|those|my|your|our|their|his|her"
-    rf"|its|any)\b|(?-i:[A-Z]))"
+    rf"|its|any|a|an)\b|(?-i:[A-Z]))"
     rf"|(?:have|has|had)(?:n't|nt)?\s+(?:{_PRONOUN_EN})\b)",
     re.I,
 )
 _WH_START_EN = re.compile(r"^(?:what|where|when|why|how|who|whom|whose|which)\b", re.I)
+# "Any" opening a sentence with no verb of its own asks ("any good curry houses round mine",
+# "any ideas"), as does a last part that asks for them ("doing a roast sunday, any ideas"); "any
+# day now", "anyway" do not.
+_ANY_EN = re.compile(
+    r"(?:^(?:(?:so|ok|okay|and|hey|also)\s+)*|[,;]\s*)any\s+(?!(?:day|time|way|more|longer"
+    r"|how|chance)\b)\w+(?:\s+\w+){0,6}\s*[.!]*$",
+    re.I,
+)
 # A wh-word followed by a subject and a clause opens a statement: "When I was ten we moved
 # to Lyon", "What I want is a dog", "How I love this city".
 _WH_STATEMENT_EN = re.compile(
@@ -67,7 +75,7 @@ _ZH_UNIVERSAL = re.compile(rf"(?:{_ZH_WH}|{_ZH_A_NOT_A}){_ZH_BREAK}{{0,4}}?[都�
 _ZH_INDEFINITE = re.compile(
     r"(?:不知道|不清楚|不记得|记不得|记不清|忘了|说不上来?|说不清|不明白|不懂|搞不懂|想不通"
     r"|想不起来?|我[也都就]?(?:知道|记得|明白|清楚|懂)|无论|不管|随便|没有?|不是|[不没](?=怎)"
-    r"|好像|似乎|可能|也许|大概|反正|这就是|那就是|这也是|[点些](?=什么|啥))"
+    r"|好像|似乎|可能|也许|大概|反正|这就是|那就是|这也是|[点些](?=(?:什么|啥)(?!子?好)))"
     rf"{_ZH_BREAK}{{0,6}}?(?:{_ZH_WH}|{_ZH_A_NOT_A})"
 )
 _ZH_ETC = re.compile(r"什么的|多少有|多多少少|或多或少|怎么说呢")
@@ -157,7 +165,7 @@ def asks_by_form(sentence: str) -> bool:
             v or is_filler(c) or bool(_ZH_SUBORDINATE.search(c.rstrip("。.!！~～…")))
             for v, c in zip(verdicts, clauses, strict=True)
         )
-    if _YES_NO_EN.match(s) or _ASK_EN.match(s):
+    if _YES_NO_EN.match(s) or _ASK_EN.match(s) or _ANY_EN.search(s):
         return True
     return bool(_WH_START_EN.match(s)) and not _WH_STATEMENT_EN.match(s)
 

@@ -1,5 +1,6 @@
-"""Days moved by news read as a plain statement, and forget requests whose reason speaks of
-something else (issue 22).
+"""Days moved by news read as a plain statement, forget requests whose reason speaks of
+something else, an age said of what a sentence is about, and updates whose family is misread
+or that share only a word with what they change (issue 22).
 
 Phrasings here are the project's own, none from the fresh sets.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -16,10 +18,16 @@ from langgraph.store.memory import InMemoryStore
 
 from graphs.context import Context
 from graphs.memory_agent import build_graph
+from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.extraction import forget_requests
+from memory.extraction import Extraction, forget_requests
 from memory.service import MemoryService
+from memory.store.records import Source
+from memory.text.asking import asks_by_form
 from memory.text.phrases import topic_clause
+from memory.understanding.updates import TERM_FLOOR, _by_a_term, changed_record
+
+NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
 
 
 async def _turn(graph: Any, thread: str, text: str, when: datetime) -> None:
@@ -102,3 +110,91 @@ def test_an_aside_in_brackets_that_says_why_is_no_part_of_the_topic() -> None:
     assert topic_clause("my sourdough starter (I killed it, long story)") == "my sourdough starter"
     # an aside that says what a thing is stays
     assert topic_clause("Mochi (my cat)") == "Mochi (my cat)"
+
+
+@pytest.mark.parametrize(
+    ("said", "users_age"),
+    [
+        ("greyhound, 9 now, slowing down a lot", False),
+        ("我家兔子叫团子，五岁了，牙口不太好", False),
+        ("I'm 52, still working shifts at the depot", True),
+        ("我今年41，在超市上班", True),
+    ],
+)
+def test_an_age_said_of_what_the_sentence_is_about_is_not_the_users(
+    said: str, users_age: bool
+) -> None:
+    subjects = [m.subject for m in extract_rules(said, NOW).memories]
+    assert ("profile.age" in subjects) is users_age, subjects
+
+
+# --- an update whose family is misread, or that shares only a word with what it changes ----
+
+
+def test_an_update_plainly_about_a_record_of_another_family_changes_it() -> None:
+    records = [
+        ("home.网", "用户说：家里网是电信的，一个月89。"),
+        ("possessions.car", "用户说：我开一辆卡罗拉。"),
+    ]
+    # read as possessions, the broadband filed under home: weighed among all, it is taken
+    assert changed_record("网费换成联通的了，一个月才49", "possessions", records) == 0
+    # news of nothing remembered changes nothing, read in any family
+    assert changed_record("楼下新开了家奶茶店，排队的人好多", "possessions", records) is None
+
+
+def test_the_one_record_sharing_a_word_with_an_update_is_taken_when_near_enough() -> None:
+    said = "班主任换了 新来的姓周"
+    contents = ["用户说：我们班主任是王老师。", "用户说：我妹在读初二。"]
+    assert _by_a_term(said, np.array([0.2, 0.21]), contents) == 0
+    # under the floor a shared word is all they have in common
+    assert _by_a_term(said, np.array([TERM_FLOOR - 0.01, 0.21]), contents) is None
+    # a word two records share says neither
+    both = ["用户说：我们班主任是王老师。", "用户说：班主任让我当了课代表。"]
+    assert _by_a_term(said, np.array([0.2, 0.21]), both) is None
+
+
+# --- questions said without a question mark, and a message that states, then asks -----------
+
+
+@pytest.mark.parametrize(
+    ("said", "asks"),
+    [
+        ("any good curry houses round mine", True),
+        ("doing a roast sunday for the in-laws, any ideas", True),
+        ("is a daily nap daft at my age", True),
+        ("晚上弄点啥好", True),
+        ("Any day now the decorators start", False),
+        ("we don't have any pets", False),
+        ("anyway I moved to Derby", False),
+        ("我想吃点什么都行", False),
+    ],
+)
+def test_a_question_without_a_question_mark_asks_by_its_form(said: str, asks: bool) -> None:
+    assert asks_by_form(said) is asks
+
+
+def test_a_message_that_states_then_asks_lifts_the_family_it_asks_about(
+    service: MemoryService,
+) -> None:
+    for said in [
+        "我老汉儿血糖高，甜的一口都不能碰",
+        "我在一家快递站上班，天天分拣到半夜",
+        "我养了只边牧叫可乐",
+        "每周三晚上去打羽毛球",
+        "我住在郫都区",
+        "我对象在银行上班",
+        "我对芒果过敏",
+        "我血压有点高，医生让少吃盐",
+        "我开的是一辆二手飞度",
+        "我闺女今年上初一",
+        "下个月15号要去重庆出差",
+        "我喜欢周末去钓鱼",
+        "我妈腿脚不好，膝盖疼",
+    ]:
+        found = extract_rules(said, NOW).memories
+        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    # The first part states, so the message is kept; the last asks, so what is filed under the
+    # father (老汉儿 is a word for him) is lifted.
+    hits = service.search("u", "这周末回去给我爸做顿饭，整点啥菜好", 5)
+    top = " | ".join(h.record.content for h in hits if h.why == "relevant")
+    assert "血糖" in top, top

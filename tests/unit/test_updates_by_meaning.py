@@ -106,23 +106,26 @@ def test_an_update_about_something_not_remembered_changes_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    ("update", "records"),
+    ("update", "records", "read_as_diet"),
     [
         ("oh wait, the car is actually a Honda, not what I said",
          [("possessions.car", "User said: I drive a red Mazda."),
-          ("diet.type", "User is vegetarian."), ("likes.jazz", "User said: I love jazz.")]),
+          ("diet.type", "User is vegetarian."), ("likes.jazz", "User said: I love jazz.")],
+         None),  # 0.42 from the car: under `SAME_THING`
         ("我刚才说错了，其实是联通的卡",
-         [("contact.phone", "用户说：我用的是移动的卡。"), ("diet.type", "用户吃素。")]),
+         [("contact.phone", "用户说：我用的是移动的卡。"), ("diet.type", "用户吃素。")],
+         0),  # 0.59 from the card: plainly about it
     ],
 )  # fmt: skip
 def test_an_update_read_in_a_family_that_holds_nothing_weighs_every_record(
-    update: str, records: list[tuple[str, str]]
+    update: str, records: list[tuple[str, str]], read_as_diet: int | None
 ) -> None:
     # The family read is the suspect when nothing remembered is of it ("my carrier is
     # actually T-Mobile" read as work): the nearest record is taken, by the same floor and
-    # margin. A family that holds records keeps its pool: a diet update takes no car.
+    # margin. A family that holds records keeps its pool: a diet update takes no car, unless
+    # it is plainly about a record of another family (`SAME_THING`).
     assert changed_record(update, "work", records) == 0
-    assert changed_record(update, "diet", records) is None
+    assert changed_record(update, "diet", records) == read_as_diet
 
 
 def said(days: float = 0) -> Source:
