@@ -57,6 +57,7 @@ FRESH_SETS = {
     "fresh26": DATA / "understanding_fresh26.json",
     "fresh27": DATA / "understanding_fresh27.json",
     "fresh28": DATA / "understanding_fresh28.json",
+    "fresh29": DATA / "understanding_fresh29.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -82,7 +83,7 @@ any of the next stop's work, then read; the twenty-fourth was kept unread until 
 stop's work was in. The twenty-fifth was first run before any of the next stop's work, then
 read; the twenty-sixth was kept unread until all of that stop's work was in. The
 twenty-seventh and twenty-eighth were first run before any of the next stop's work, then
-read."""
+read; the twenty-ninth was kept unread until nearly all of that stop's work was in."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

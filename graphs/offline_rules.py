@@ -487,16 +487,25 @@ def _undated(clause: str, now: datetime) -> str:
 _RECURRING_DAY = re.compile(
     r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+(?:nights|mornings|evenings"
     r"|afternoons)\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|每逢周|每个?(?:周|星期|礼拜)"
+    # "every sunday", "each other Friday", "at weekends"; "一般他周末过来", "我喜欢周末去钓鱼"
+    r"|\b(?:every|each)\s+(?:other\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend)\b"
+    r"|\b(?:at|on|most|the)\s+weekends\b"
+    r"|(?:一般|通常|平时|经常|总是|老是|喜欢|爱)[^，,。；;]{0,6}?(?:周末|(?:周|星期|礼拜)[一二三四五六日天])"
 )
 
 
 def _routine_by_form(clause: str, reading: Reading) -> Reading:
     """Return the reading of a clause, a routine where its weekday is said as recurring.
 
+    "Every sunday", "on weekends", "我喜欢周末去钓鱼" name no one day: read as an event or a
+    preference, the clause would be stored as a one-off dated to the next one, which expires.
+
     A day that recurs names its occasion (a birthday, an anniversary): read as one without,
     "4月30号出发，一路玩到五一" is a trip, never the user's birthday.
     """
-    if reading.kind == "event" and _RECURRING_DAY.search(clause):
+    # A fact said with one stays what it is about ("our grandson stays with us most weekends
+    # and he's got a peanut allergy" is said of the grandson).
+    if reading.kind in ("event", "preference") and _RECURRING_DAY.search(clause):
         return replace(reading, kind="habit")
     if reading.kind == "recurring_date" and not _OCCASION.search(clause):
         return replace(reading, kind="event")
@@ -515,7 +524,11 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
     # is no one-off event either (the model says which).
     if dated:
         cand = recurring_fact(clause)
-        if cand is None and reading.kind not in ("habit", "recurring_date"):
+        # Nor is a day said as recurring ("she bakes soda bread every sunday"), read as a fact.
+        one_off = reading.kind not in ("habit", "recurring_date") and not _RECURRING_DAY.search(
+            clause
+        )
+        if cand is None and one_off:
             cand = _event(clause, now, moved=reading.intent == "update", said=said)
     if cand is None:
         cand = _negation(clause)

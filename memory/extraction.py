@@ -284,8 +284,10 @@ def is_question(text: str) -> bool:
 
 # How a request is opened, asked or softened ("would you mind", "is it okay to", "let's").
 _LEAD = (
-    r"^(?:(?:please|pls|can you|could you|would you|will you|hey|ok|okay|so|and|also|just"
-    r"|actually|oh|now|then|would you mind|do you mind|mind|could you possibly|can we|could we"
+    r"^(?:(?:please|pls|kindly|sorry|oops|wait|hmm|can you|could you|would you|will you|hey|ok"
+    r"|okay|so|and"
+    r"|also|just|actually|oh|now|then|would you mind|do you mind|mind|could you possibly"
+    r"|can we|could we"
     r"|let's|maybe|why don't (?:you|we)|why not|how about (?:you|we)|i'd like you to"
     r"|i want you to"
     r"|(?:is it|would it be) (?:ok|okay|alright|possible|fine) (?:if you|for you to|to))"
@@ -324,9 +326,12 @@ _FORGET_EN: list[re.Pattern[str]] = [
         re.I,
     ),
 ]
+# Where it is kept, said before a reason ("… from your memory, I have stopped"): no topic.
+_FROM_NOTES = re.compile(r"(?i)\s+from (?:your |the )?(?:memory|memories|notes|records|mind)$")
 # Whole sentences that take back the latest statement.
 _RETRACT_EN = re.compile(
-    _LEAD + r"(?:scratch that|strike that|undo that|disregard (?:that|what i (?:just )?said)"
+    _LEAD + r"(?:(?:scratch|strike) that(?: last (?:one|bit|thing|part))?|undo that"
+    r"|disregard (?:that|what i (?:just )?said)"
     r"|ignore what i (?:just )?said|never ?mind what i (?:just )?said"
     r"|that's private,? (?:don't|do not) (?:remember|keep|store) it)$",
     re.I,
@@ -391,7 +396,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        topic = TOLD.sub("", trim_phrase(topic_clause(m["q"] or "")))
+        topic = _FROM_NOTES.sub("", TOLD.sub("", trim_phrase(topic_clause(m["q"] or ""))))
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
         return ForgetRequest(query=query or that)
     # A reason may follow a request said topic first ("…也删掉呗，最近不去了"): up to a comma.

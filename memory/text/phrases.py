@@ -44,9 +44,10 @@ TOLD = re.compile(
     r"(?i)^(?:(?:what|everything|anything|all|whatever|the (?:stuff|bits?|things?|parts?))\s+)?"
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
     r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
+    r"|^(?:the\s+)?(?:stuff|bits?|things?|parts?|details?|info)\s+(?:about|on|of|re)\s+"
 )
 """What was told, which a forget request names its topic by ("don't keep what I said about
-my allotment"): no words of the topic."""
+my allotment", "the details about my allotment"): no words of the topic."""
 
 # The words of a forget request that name no content, cut before its words are matched.
 _REQUEST_WORDS = re.compile(

@@ -198,3 +198,42 @@ def test_a_message_that_states_then_asks_lifts_the_family_it_asks_about(
     hits = service.search("u", "这周末回去给我爸做顿饭，整点啥菜好", 5)
     top = " | ".join(h.record.content for h in hits if h.why == "relevant")
     assert "血糖" in top, top
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("I play five-a-side every other Friday", "preference"),
+        ("we see my parents most weekends", "preference"),
+        ("my gran is Irish, she still bakes soda bread every sunday", "fact"),
+        ("我们一般周末回我妈家吃饭", "preference"),
+        # one weekend is an event
+        ("I'm going fishing this weekend", "event"),
+        ("这周末回我妈家吃饭", "event"),
+    ],
+)
+def test_a_day_said_as_recurring_is_a_routine_not_a_one_off_event(said: str, kind: str) -> None:
+    # (a fact said with one stays a fact: of the gran, not an event dated next sunday)
+    kinds = {m.kind for m in extract_rules(said, NOW).memories}
+    assert kinds == {kind}, (said, kinds)
+
+
+@pytest.mark.parametrize(
+    ("said", "topic"),
+    [
+        ("oops, strike that last bit, nothing's booked yet", "that"),
+        (
+            "Kindly forget whatever I told you about my allotment, I have given it up.",
+            "my allotment",
+        ),
+        (
+            "Please remove the details about my allotment from your notes, I gave it up.",
+            "my allotment",
+        ),
+    ],
+)
+def test_a_request_opened_politely_or_naming_its_details_keeps_only_its_topic(
+    said: str, topic: str
+) -> None:
+    (found,) = forget_requests(said)
+    assert found.query == topic, found
