@@ -119,10 +119,15 @@ def _terms(text: str) -> set[str]:
     character (我有, 的话) nothing.
     """
     return {
-        t
+        _SAME_ROLE.get(t, t)
         for t in tokenize(text)
         if not has_han(t) or (len(t) == 2 and not ZH_STOP_CHARS.intersection(t))
     }
+
+
+_SAME_ROLE = {"boss": "manager", "supervisor": "manager", "领导": "上司"}
+"""Words for one role at work, one word each when updates are matched by a word: "we got a new
+boss" names what "my manager is …" said."""
 
 
 def changed_record(

@@ -237,3 +237,8 @@ def test_a_request_opened_politely_or_naming_its_details_keeps_only_its_topic(
 ) -> None:
     (found,) = forget_requests(said)
     assert found.query == topic, found
+
+
+def test_words_for_one_role_at_work_share_a_word_when_an_update_is_matched() -> None:
+    contents = ["User said: my line manager is Olga.", "User said: I drive a Fiesta."]
+    assert _by_a_term("new boss started today, Hamid", np.array([0.18, 0.05]), contents) == 0
