@@ -147,7 +147,9 @@ def changed_record(
         margin: How much nearer it must be than the next record of the pool.
     """
     pool = pool_of(family, [subject for subject, _ in records])
-    near = update_similarities(sentence, [records[i][1] for i in pool])
+    # Every record is weighed once: the pool's are read from it, and so is the fallback below.
+    everything = update_similarities(sentence, [content for _, content in records])
+    near = everything[pool]
     at = pick(near, floor, margin)
     if at is None:
         at = _by_a_term(sentence, near, [records[i][1] for i in pool])
@@ -155,7 +157,6 @@ def changed_record(
         # The family read may be wrong where the update is plainly about one record of
         # another ("网费换成联通的了，一个月才49" read as possessions, the 电信
         # broadband filed under home, at 0.52): weighed among all, at `SAME_THING`.
-        everything = update_similarities(sentence, [content for _, content in records])
         whole = pick(everything, SAME_THING, margin)
         if whole is not None and may_change(sentence, *records[whole]):
             return whole
