@@ -874,11 +874,16 @@ def _changes(
     content = f"用户说：{said}。" if zh else f"User said: {said}."
     kind = RECORD_KIND.get(reading.kind, "fact")
     # A raw statement listed stands for what was extracted from it (the store files the
-    # update over that: `StoreReader.active_record`); its own subject is no memory's.
+    # update over that: `StoreReader.active_record`), or for itself; its own subject is no
+    # memory's. The update changes that statement, not also a slot: "房东说下个月开始涨到
+    # 3500" (read as home) ends "房租每个月3200", not the city the user lives in.
     subject = old[1]
     if subject.startswith(TURN_SUBJECT):
         named = reading.family in FAMILY_PREFIX
-        subject = _subject(reading, sentence) if named else f"note.{_slug(sentence)[:24]}"
+        stated = replace(reading, intent="remember")
+        subject = _subject(stated, sentence) if named else ""
+        if not subject or slot_of(subject) is not None:
+            subject = f"note.{_slug(sentence)[:24]}"  # "bus pass went up, 65 now" is no age
     return [_cand(kind, subject, content, None, 0.8).model_copy(update={"updates": old[0]})]
 
 

@@ -173,13 +173,11 @@ def _reinforce(old: MemoryRecord, new: MemoryRecord, now: datetime, policy: Poli
     return Change("reinforced", old)
 
 
-def _supersede(old: MemoryRecord, new: MemoryRecord, now: datetime) -> Change:
+def supersede(old: MemoryRecord, new: MemoryRecord, now: datetime) -> Change:
+    """End `old` as superseded by `new`, which takes its history; return the change."""
     old.history.append(old.snapshot("superseded", now))
-    old.status = "superseded"
-    old.valid_until = now
-    old.superseded_by = new.id
-    old.updated_at = now
-    old.conflict_group = None
+    old.status, old.valid_until, old.superseded_by = "superseded", now, new.id
+    old.updated_at, old.conflict_group = now, None
     new.supersedes = old.id
     new.history = [*new.history, *old.history]
     return Change("superseded", old)
@@ -237,10 +235,10 @@ def reconcile(
                     update={"id": stable_id(old.id, "rest", kept), "content": kept,
                             "created_at": now, "updated_at": now, "history": []},
                 )  # fmt: skip
-                changes.append(_supersede(old, left, now))
+                changes.append(supersede(old, left, now))
                 rest.append(Change("added", left, old, note="the values not negated"))
             else:
-                changes.append(_supersede(old, new, now))
+                changes.append(supersede(old, new, now))
         return [Change("added", new, replaced[0]), *changes, *rest]
 
     rivals = [
@@ -256,7 +254,7 @@ def reconcile(
         # Later and not clearly less sure: restating Berlin twice (confidence up) must not
         # keep it against a later "I moved to Munich".
         if (later and gap >= -policy.conflict_margin) or gap > policy.conflict_margin:
-            changes.append(_supersede(old, new, now))
+            changes.append(supersede(old, new, now))
             previous = old
         elif abs(gap) <= policy.conflict_margin:
             group = old.conflict_group or stable_id("conflict", old.id)
@@ -530,7 +528,7 @@ def consolidate(
             if twin is None:
                 keepers.append(r)
                 continue
-            _supersede(r, twin, now)
+            supersede(r, twin, now)
             twin.history.append(r.snapshot("merged", now))
             twin.updated_at = now
             changes.append(Change("merged", twin, r))
@@ -550,7 +548,7 @@ def consolidate(
         if len(live) > 1 and live[0].confidence - live[1].confidence > policy.conflict_margin:
             winner = live[0]
             for loser in live[1:]:
-                changes.append(_supersede(loser, winner, now))
+                changes.append(supersede(loser, winner, now))
             winner.conflict_group = None
             winner.supersedes = winner.supersedes or live[1].id
             changes.append(Change("reinforced", winner, note="conflict resolved"))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.store.base import BaseStore, GetOp, Item, SearchOp
 
@@ -23,6 +23,9 @@ from memory.store.records import (
     utcnow,
 )
 from memory.text.phrases import key_phrase, states
+
+if TYPE_CHECKING:
+    from memory.extraction import CandidateMemory
 
 PAGE = 500
 SCAN_PAGE = 50_000
@@ -87,18 +90,39 @@ class StoreReader:
         """Return this user's active record `rid` of any stated kind, if it may be read.
 
         What an update names (`CandidateMemory.updates`): "the book club moved to
-        Thursdays", read as an event, is filed as the weekly habit it ends.
+        Thursdays", read as an event, is filed as the weekly habit it ends. A raw statement
+        (`is_raw_turn`) stands for the newest memory extracted from it, or, with none, is
+        returned itself.
         """
         found = self.get_many(user_id, [(kind, rid) for kind in STATED_KINDS]).get(rid)
         raw = None if found else self.get_many(user_id, [("episode", rid)]).get(rid)
         if raw is not None and is_raw_turn(raw):
             # A raw statement stands for the newest memory extracted from it: a recall shows
             # "I bank with Barclays, have done since uni" and hides "User said: I bank with
-            # Barclays.", which an update of it changes.
-            found = next((r for r in self.scan(user_id) if rid in r.source.statement_ids), None)
+            # Barclays.", which an update of it changes. With none, it is the memory.
+            extracted = (r for r in self.scan(user_id) if rid in r.source.statement_ids)
+            found = next(extracted, raw)
         if found is None or found.status != "active" or not self.may_read(found):
             return None
         return found
+
+    def filed_over(
+        self, user_id: UserId, cand: CandidateMemory
+    ) -> tuple[CandidateMemory, MemoryRecord | None]:
+        """Return an update filed as the memory it names, and a raw statement it ends.
+
+        The update takes the kind and subject of the memory it names (`active_record`). A
+        raw statement nothing was extracted from has none to give: the update keeps its own,
+        and the statement is returned, for the update to end it.
+        """
+        found = self.active_record(user_id, cand.updates or "")
+        if found is None:
+            return cand, None  # a made-up id, another user's, ended: the candidate as it is
+        if is_raw_turn(found):
+            return cand, found
+        date = cand.event_date if found.kind == "event" else None
+        update = {"kind": found.kind, "subject": found.subject, "event_date": date}
+        return cand.model_copy(update=update), None
 
     def scan(
         self, user_id: UserId, *, include_inactive: bool = False, kind: Kind | None = None

@@ -31,6 +31,7 @@ from memory.lifecycle import (
     is_summary,
     negation_targets,
     reconcile,
+    supersede,
 )
 from memory.privacy.screen import find_sensitive, redact
 from memory.progress import Progress, stage
@@ -168,7 +169,7 @@ class MemoryWriter:
         for i, cand in enumerate(extraction.memories):
             sids = list(statement_of[i]) if i < len(statement_of) else []
             origin = source.model_copy(update={"statement_ids": sids}) if sids else source
-            cand = self._as_update(user_id, cand) if cand.updates else cand
+            cand, alone = self.reader.filed_over(user_id, cand) if cand.updates else (cand, None)
             new = self._record(user_id, cand, origin, said_at, now, i)
             found, kept = self.screen([new.content, _text(new.value), new.subject])
             if found and find_sensitive(new.subject.replace(".", " ").replace("_", " ")):
@@ -189,6 +190,11 @@ class MemoryWriter:
             step = reconcile(
                 new, self.related(user_id, new), now, self.policy, replaced, cand.replaces
             )
+            if alone is not None and step[0].action == "added" and step[0].record is new:
+                # A raw statement nothing was extracted from is the memory itself: the update
+                # ends it ("叉烧饭一碟卖18蚊", kept only in the user's words, then "叉烧饭要加到
+                # 20蚊了"), or both prices would be recalled.
+                step.append(supersede(alone, new, now))
             refused = self._refusal(new, step)
             if refused is not None:
                 changes.append(refused)
@@ -569,16 +575,6 @@ class MemoryWriter:
                 if cand.kind == "event"
                 else None
             ),
-        )
-
-    def _as_update(self, user_id: UserId, cand: CandidateMemory) -> CandidateMemory:
-        """Return a candidate filed as the memory it updates: that memory's kind and subject."""
-        found = self.reader.active_record(user_id, cand.updates or "")
-        if found is None:
-            return cand  # a made-up id, another user's, ended: the candidate as it is
-        date = cand.event_date if found.kind == "event" else None
-        return cand.model_copy(
-            update={"kind": found.kind, "subject": found.subject, "event_date": date}
         )
 
     def _refusal(self, new: MemoryRecord, step: list[Change]) -> Change | None:
