@@ -578,6 +578,7 @@ _POSSESSED = re.compile(
 )
 # News of someone else ("my trainer switched jobs, he is at Equinox now"): a person spoken
 # of, and no word for the user as a subject. It changes no value the user has one of.
+_HE_OR_SHE = re.compile(r"(?i)(?:he|she)\b|[他她](?![们])")
 _SOMEONE_ELSE = re.compile(r"(?i)\b(?:he|she|him|his|her|hers)\b|[他她]")
 _THE_USER = re.compile(r"(?i)\b(?:i|i'm|im|i've|ive|i'll|me|we|we're|we've|us)\b|我(?![的们家])")
 # A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
@@ -614,8 +615,9 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
 
     `context` is the sentence before it in the message: "Her name's Hannah." after "I have
     a new girlfriend." is the girlfriend's name. `goes_on_from` is the clause of its own
-    sentence it goes on with, having no subject of its own (`continues`): in "我外婆叫张秀兰，
-    今年八十五了" the age is the grandmother's, not the user's.
+    sentence it goes on with, having no subject of its own (`continues`) or speaking of him
+    or her: in "我外婆叫张秀兰，今年八十五了" the age is the grandmother's, and in "我哥叫王磊，
+    在成都开火锅店" the restaurant is the brother's, not the user's work.
     """
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
     who = relation_in(clause)
@@ -629,6 +631,13 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
             return f"family.{of}.{slug}"
         if _POSSESSED.search(clause):
             return f"family.{who}.{slug}" if who else f"people.{slug}"
+    if (
+        (of := relation_in(goes_on_from))
+        and who is None
+        and reading.kind in ("fact", "preference")
+        and not _THE_USER.search(clause)
+    ):
+        return f"family.{of}.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
         return f"profile.body.{slug}"
     if reading.family == "age" and (_MONEY.search(clause) or not _AGE_NUMBER.search(clause)):
@@ -719,9 +728,15 @@ def _statements(
     )
     by_clause = dict(zip(missed, readings, strict=True))
     out = []
+    head = ""
     for n, (clause, cand) in enumerate(zip(clauses, found, strict=True)):
+        # A clause with no subject of its own goes on with the clause its run began with
+        # ("我男朋友叫陈昊，在深圳当程序员": his job, not the user's), as one that speaks of
+        # him or her does ("my sister's called Lena, she's a vet").
+        goes_on = n > 0 and (continues(clauses[n - 1], clause) or bool(_HE_OR_SHE.match(clause)))
+        head = head if goes_on else clause
         if cand is None and by_clause[clause].intent in _STATES:
-            before = clauses[n - 1] if n and continues(clauses[n - 1], clause) else ""
+            before = head if goes_on else ""
             cand = _from_reading(clause, by_clause[clause], now, context, before)
         if cand is not None:
             out.append(cand)

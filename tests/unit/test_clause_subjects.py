@@ -59,3 +59,40 @@ def test_the_users_own_news_still_takes_the_slot() -> None:
     said = "I told my manager, she was fine with it, I start at Fabrikam on Monday"
     out = extract_rules(said, NOW)
     assert "work.company" in [m.subject for m in out.memories]
+
+
+@pytest.mark.parametrize(
+    ("text", "relative", "said"),
+    [
+        ("我哥叫王磊，在成都开火锅店", "哥哥", "火锅店"),  # his work, not the user's
+        ("我女儿叫朵朵，特别爱吃草莓", "女儿", "草莓"),  # her taste, not the user's
+        ("我舅舅是医生，他每年都去西藏", "舅舅", "西藏"),  # said of him by 他
+    ],
+)
+def test_what_goes_on_from_a_relative_is_filed_under_them(
+    text: str, relative: str, said: str
+) -> None:
+    found = extract_rules(text, NOW).memories
+    (of_it,) = [m for m in found if said in m.content]
+    assert of_it.subject.startswith(f"family.{relative}."), of_it.subject
+
+
+def test_what_goes_on_from_the_user_stays_the_users() -> None:
+    found = extract_rules("我住在杭州，在一家银行上班", NOW).memories
+    (job,) = [m for m in found if "银行" in m.content]
+    assert job.subject.startswith("work."), job.subject
+
+
+async def test_forgetting_a_relative_takes_what_was_said_of_them(tmp_path) -> None:
+    from agent.runner import open_session
+    from graphs.settings import Settings
+    from memory.backends import BackendConfig
+
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
+    async with open_session(settings, setup=True) as s:
+        await s.turn("lin", "lin-1", "我哥叫王磊，在成都开火锅店")
+        await s.turn("lin", "lin-1", "我对芒果过敏")
+        await s.turn("lin", "lin-1", "我哥的事你别记了")
+        kept = " | ".join(r.content for r in await s.service.alist("lin", include_turns=True))
+        assert "王磊" not in kept and "火锅店" not in kept, kept
+        assert "芒果" in kept
