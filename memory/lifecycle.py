@@ -84,6 +84,7 @@ _DEICTIC = re.compile(
     r"(?:话|内容|事|东西)?)$",
     re.I,
 )
+_BARE = frozenset({"it", "that", "this", "those", "these", "这", "那", "这个", "那个", "它"})
 
 
 @dataclass(frozen=True)
@@ -356,8 +357,11 @@ def cut_summary(
 
 
 def is_deictic(query: str) -> bool:
-    """Return True if a forget request names nothing but "this/that/what I just said"."""
-    return not query or bool(_DEICTIC.match(query))
+    """Return True if a request names only "that" / "what I just said" (then, maybe, why)."""
+    # "forget it, the printer works now" is "never mind": only a said-thing takes a reason.
+    head = re.split(r"\s*[,，;；]\s*", query, maxsplit=1)[0]
+    said = head.casefold() not in _BARE and bool(_DEICTIC.match(head))
+    return not query or bool(_DEICTIC.match(query)) or said
 
 
 def forget_phrase(
@@ -490,9 +494,7 @@ def describe_forget(changes: list[Change], remembered: list[str], zh: bool) -> s
 def forget(record: MemoryRecord, now: datetime, reason: str = "forgotten") -> Change:
     """Soft-forget a record: it stays in history but never returns to recall."""
     record.history.append(record.snapshot(reason, now))
-    record.status = "forgotten"
-    record.valid_until = now
-    record.updated_at = now
+    record.status, record.valid_until, record.updated_at = "forgotten", now, now
     record.conflict_group = None
     return Change("forgotten", record)
 

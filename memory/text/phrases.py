@@ -45,6 +45,9 @@ TOLD = re.compile(
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
     r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
     r"|^(?:the\s+)?(?:stuff|bits?|things?|parts?|details?|info)\s+(?:about|on|of|re)\s+"
+    # What the assistant holds: "whatever you've got on my car", "track of my heart tablets".
+    r"|^(?:(?:what|whatever|everything|anything|all)\s+)?you(?:'ve| have)?\s+(?:got\s+)?"
+    r"(?:on|about|re|regarding)\s+|^track\s+of\s+"
 )
 """What was told, which a forget request names its topic by ("don't keep what I said about
 my allotment", "the details about my allotment"): no words of the topic."""
@@ -65,10 +68,10 @@ _REQUEST_WORDS = re.compile(
     r"|forgetting|deleting|removing|erasing|dropping|wiping|clearing|mind|whatever|let's"
     r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
     r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
-    r"|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
+    r"|的那些|给我(?=[删清忘抹去])|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
     r"|删了|删|还有|也|那个|这个|那事儿|这事儿|那事|这事|事儿"
     r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
-    r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|[…。，,？?！!]"
+    r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|嘛|[…。，,？?！!]"
 )
 
 

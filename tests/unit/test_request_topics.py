@@ -1,0 +1,66 @@
+"""What a forget request names, without the words that ask or say what the assistant holds.
+
+A request names its topic in many wordings ("whatever you've got on my bike", "我健身那个事
+你给我删了嘛"); the words of the request itself (a closed class) are cut, so what is left is
+what the request is about, and a request for "what I just said" stays one when a reason
+follows it after a comma.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.runner import open_session
+from graphs.settings import Settings
+from memory.backends import BackendConfig
+from memory.extraction import forget_requests
+from memory.lifecycle import is_deictic
+from memory.understanding.topics import forget_words
+
+
+@pytest.mark.parametrize(
+    ("said", "topic"),
+    [
+        ("please drop whatever you've got on my bike", "my bike"),
+        ("could you stop keeping track of my blood pressure pills", "my blood pressure pills"),
+        ("关于我学吉他的那些删掉吧，最近没空练了", "我学吉他"),
+    ],
+)
+def test_a_request_keeps_only_the_words_of_its_topic(said: str, topic: str) -> None:
+    (found,) = forget_requests(said)
+    assert forget_words(found) == topic, found
+
+
+def test_a_topic_said_before_the_request_is_the_topic() -> None:
+    (found,) = forget_requests("我健身那个事 你给我删了嘛")
+    words = forget_words(found)
+    assert "健身" in words and "给我" not in words and "嘛" not in words, words
+
+
+@pytest.mark.parametrize(
+    ("query", "deictic"),
+    [
+        ("what I just said, the date isn't fixed yet", True),
+        # "forget it, …" is "never mind": a bare "it" or "that" takes no reason
+        ("it, the printer works again", False),
+        ("that, my boss hasn't signed it off", False),
+        ("my sister, she asked me to", False),
+        ("my bike", False),
+    ],
+)
+def test_what_i_just_said_is_still_that_with_a_reason_after_a_comma(
+    query: str, deictic: bool
+) -> None:
+    assert is_deictic(query) is deictic
+
+
+async def test_taking_back_the_last_statement_with_a_reason(tmp_path: Path) -> None:
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
+    async with open_session(settings, setup=True) as s:
+        await s.turn("ola", "ola-1", "I'm allergic to kiwi.")
+        await s.turn("ola", "ola-1", "We're getting a beagle puppy next month.")
+        await s.turn("ola", "ola-1", "actually forget what I just said, it may fall through")
+        kept = " | ".join(r.content for r in await s.service.alist("ola", include_turns=True))
+        assert "beagle" not in kept and "kiwi" in kept, kept
