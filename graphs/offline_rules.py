@@ -752,6 +752,15 @@ def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
     a lot" is the dog's age, and filed as the user's it would replace theirs.
     A relative's is found by `_subject` ("我女儿叫朵朵，今年五岁").
     """
+    if (
+        reading.intent == "question"
+        and whole.intent in _STATES
+        and not asks_by_form(clause)
+        and not only_asks_for_help(clause)
+    ):
+        # A clause of a statement with no form of a question states ("跟你说下我对花生过敏",
+        # "腰椎间盘突出好几年了", read as asking at 0.4-0.5): only the words can ask.
+        reading = replace(reading, intent="remember")
     if reading.family == "none":
         return in_context(reading, whole)
     if (

@@ -109,3 +109,15 @@ def test_ranking_ties_go_by_content_not_by_random_ids() -> None:
     dense = [("z", 0.5), ("a", 0.5)]
     ranked = ranking.rank("anything", dense, [], records, NOW)
     assert [i for i, _ in ranked] == ["a", "z"]
+
+
+def test_a_clause_of_a_statement_with_no_form_of_a_question_states() -> None:
+    # The model reads "跟你讲一下我对虾过敏" alone as asking (0.55); said in a statement, with
+    # no question word, particle or mark, it states the allergy.
+    said = [m.content for m in extract_rules("跟你讲一下我对虾过敏，吃一口就起疹子", NOW).memories]
+    assert any("虾过敏" in s for s in said), said
+
+
+def test_a_clause_that_asks_by_its_form_still_asks() -> None:
+    said = [m.content for m in extract_rules("我是程序员，有什么适合我的运动吗", NOW).memories]
+    assert not any("运动" in s for s in said), said
