@@ -337,7 +337,8 @@ _RETRACT_EN = re.compile(
     re.I,
 )
 _ZH_LEAD = (
-    r"^(?:(?:请问|请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有)[，, ]*)*"
+    r"^(?:(?:请问|请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有"
+    r"|哎呀|哎|唉|诶|欸|嗯|噢|哦|呃|对了)[，, ]*)*"
 )
 _FORGET_ZH: list[re.Pattern[str]] = [
     re.compile(
@@ -396,6 +397,10 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
+        # "刚才那句不算，我还没跟老伴儿商量呢，你先别记": what it names is what was just said.
+        first = _REASON_BREAK.split(m["q"] or "", maxsplit=1)[0]
+        if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first):
+            return ForgetRequest(query=that)
         topic = _FROM_NOTES.sub("", TOLD.sub("", trim_phrase(topic_clause(m["q"] or ""))))
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
         return ForgetRequest(query=query or that)

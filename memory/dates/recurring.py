@@ -5,8 +5,9 @@ birthday would be forgotten. `recurring_fact` reads such a statement into a fact
 is the yearly day in ISO 8601 form (`--03-02`), which never expires.
 
 Whose day it is stays in the subject: the user's birthday is `profile.birthday` (the subject
-forget requests for "birthday" / "生日" point at), anyone else's `dates.birthday.<who>`, and
-anniversaries `dates.anniversary` (`dates.anniversary.wedding` for a wedding).
+forget requests for "birthday" / "生日" point at), a relative's `family.<relation>.birthday`
+(with what else is said of them), anyone else's `dates.birthday.<who>`, and anniversaries
+`dates.anniversary` (`dates.anniversary.wedding` for a wedding).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import re
 
 from memory.dates.grammar import YearlyDate, find_yearly
 from memory.extraction import CandidateMemory
+from memory.recall.aliases import relation_in
 from memory.store.records import normalize_text
 
 __all__ = ["recurring_fact"]
@@ -23,13 +25,18 @@ _EN_OCCASION = re.compile(
     r"(?:\b(?:my|our)\s+(?:([a-z]+(?:[- ]in[- ]law)?)['’]s\s+)?|\b((?-i:[A-Z][a-z]+))['’]s\s+)"
     r"(birthday|bday|b-day|wedding anniversary|anniversary)\b"
     r"|\bi\s+was\s+born\s+(?:on|in)\b"
-    r"|\b(?P<wed>(?:we|i)\s+(?:got|were|was)\s+married)\b",
+    r"|\b(?P<wed>(?:we|i)\s+(?:got|were|was)\s+married)\b"
+    # How old someone turns on a day is their birthday: "my niece Mia turns 9 on 3 May".
+    r"|(?:\b(?:my|our)\s+(?P<kin>[a-z]+(?:[- ]in[- ]law)?)(?:\s+[a-z]+)?"
+    r"|\b(?P<name>(?-i:[A-Z][a-z]+))|\b(?P<me>i))"
+    r"\s+(?:turns|turn|is turning|'s turning|am turning|'m turning|will be)\s+\d{1,3}\b",
     re.I,
 )
 _ZH_OCCASION = re.compile(
     r"(?:我们|我)(?:的)?(?:([\u4e00-\u9fff]{1,4}?)的?)?(生日|生辰|结婚纪念日|纪念日)"
     r"|我(?:是|在)?.{0,12}?(?:出生|生)的?$"
     r"|(?P<wed>我.{0,16}?(?:结的婚|结婚的|领的证))"
+    r"|我(?:的|家)?(?P<turns>[\u4e00-\u9fff]{1,3}?)[^，,。]{0,12}?(?:满|过)[\d一二两三四五六七八九十]+岁"
 )
 _NOT_NAMES = frozenset({"Today", "Tomorrow", "Yesterday", "Tonight", "This", "Next", "Last"})
 _NEGATED = re.compile(r"\b(?:not|isn't|wasn't|never)\b|不是|没有", re.I)
@@ -66,8 +73,11 @@ def recurring_fact(clause: str) -> CandidateMemory | None:
     if found is None:
         return None
     wed = found["wed"] is not None  # the day they married comes back as the anniversary
+    # Said as how old someone turns: their name and age are kept in the user's words.
+    turns = found["turns"] if zh is not None else found["kin"] or found["name"] or found["me"]
     if zh is not None:
-        owner, word = zh[1], zh[2] or ("结婚纪念日" if wed else "生日")
+        owner = zh[1] or (relation_in(clause) or zh["turns"] if zh["turns"] else None)
+        word = zh[2] or ("结婚纪念日" if wed else "生日")
         if word == "纪念日" and owner and owner.endswith(("结婚", "恋爱")):
             word, owner = ("结婚纪念日" if owner.endswith("结婚") else word), owner[:-2] or None
         occasion = word if "纪念日" in word else "生日"
@@ -75,19 +85,28 @@ def recurring_fact(clause: str) -> CandidateMemory | None:
         assert en is not None
         word = (en[3] or ("wedding anniversary" if wed else "birthday")).lower()
         occasion = "birthday" if word in ("bday", "b-day") else word
-        owner = en[1].lower() if en[1] else en[2]  # "my Mom's" → mom; "Lena's" stays Lena
+        kin = en[1] or en["kin"]
+        owner = kin.lower() if kin else en[2] or en["name"]  # "my Mom's" → mom; Lena stays
         if owner in _NOT_NAMES:
             return None
     who = f".{normalize_text(owner)[:40]}" if owner else ""
-    if "纪念日" in occasion or "anniversary" in occasion:
+    relative = relation_in(("我" if zh is not None else "my ") + owner) if owner else None
+    if relative is not None and occasion in ("birthday", "生日"):
+        # A relative's birthday is said of them, filed with what else is (`family.<who>`):
+        # "when is my sister's birthday?" and "forget my sister" reach it there.
+        subject = f"family.{relative}.birthday"
+    elif "纪念日" in occasion or "anniversary" in occasion:
         wedding = occasion in ("结婚纪念日", "wedding anniversary")
         subject = "dates.anniversary" + (".wedding" if wedding else "") + who
     else:
         subject = f"dates.birthday{who}" if owner else "profile.birthday"
+    content = _content(owner, occasion, day, zh is not None)
+    if turns:
+        content = f"{content[:-1]}：{clause.strip()}。" if zh else f"{content[:-1]}: {clause}."
     return CandidateMemory(
         kind="fact",
         subject=subject,
-        content=_content(owner, occasion, day, zh is not None),
+        content=content,
         value=day.iso,
         confidence=0.9,
     )

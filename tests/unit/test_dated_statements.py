@@ -27,16 +27,21 @@ NOW = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)  # a Wednesday
 YEARLY = [
     ("我生日是三月二号", "fact", "profile.birthday", "--03-02"),
     ("我的生日是五月三日。", "fact", "profile.birthday", "--05-03"),
-    ("我妈妈的生日是十月一号", "fact", "dates.birthday.妈妈", "--10-01"),
+    ("我妈妈的生日是十月一号", "fact", "family.妈妈.birthday", "--10-01"),
     ("我们结婚纪念日是六月五号", "fact", "dates.anniversary.wedding", "--06-05"),
     ("我是1990年3月2日出生的", "fact", "profile.birthday", "--03-02"),
     ("My anniversary is June 5.", "fact", "dates.anniversary", "--06-05"),
     ("Our wedding anniversary is on the 5th of June.", "fact", "dates.anniversary.wedding",
      "--06-05"),
-    ("My mom's birthday is October 1.", "fact", "dates.birthday.mom", "--10-01"),
+    ("My mom's birthday is October 1.", "fact", "family.mother.birthday", "--10-01"),
     ("Lena's birthday is May 3.", "fact", "dates.birthday.lena", "--05-03"),
     ("I was born on March 2, 1990.", "fact", "profile.birthday", "--03-02"),
     ("my bday is 12/25", "fact", "profile.birthday", "--12-25"),
+    # how old someone turns on a day (a relative's is filed with what else is said of them)
+    ("my nephew Tomas turns 12 on 9 October", "fact", "family.nephew.birthday", "--10-09"),
+    ("Priya turns 40 on May 3", "fact", "dates.birthday.priya", "--05-03"),
+    ("I turn 50 on the 2nd of July", "fact", "profile.birthday", "--07-02"),
+    ("我儿子5月6号满十岁", "fact", "family.儿子.birthday", "--05-06"),
 ]  # fmt: skip
 
 
