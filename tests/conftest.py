@@ -57,3 +57,20 @@ def service(index):
     from memory.service import MemoryService
 
     return MemoryService(InMemoryStore(), index)
+
+
+@pytest.fixture
+async def offline_session(tmp_path: Path):
+    """A session on the embedded default (SQLite, embedded Chroma) with the offline model."""
+    from agent.runner import open_session
+    from graphs.settings import Settings
+    from memory.backends import BackendConfig
+
+    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
+    async with open_session(settings, setup=True) as s:
+        yield s
+
+
+async def kept_for(session, user: str) -> str:
+    """Return all that is kept for a user, raw statements included, as one text."""
+    return " | ".join(r.content for r in await session.service.alist(user, include_turns=True))

@@ -8,14 +8,11 @@ husband though no 我 says whose. Phrasings here are the project's own.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
-from agent.runner import open_session
+from agent.runner import Session
 from graphs.offline_rules import extract_rules
-from graphs.settings import Settings
-from memory.backends import BackendConfig
 from memory.dates.recurring import recurring_fact
 from memory.extraction import forget_requests
 
@@ -37,18 +34,19 @@ def test_no_day_of_the_year_or_no_one_turning_is_no_birthday(said: str) -> None:
     assert recurring_fact(said) is None
 
 
-async def test_a_relatives_birthday_is_found_by_a_question_about_them(tmp_path: Path) -> None:
-    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
-    async with open_session(settings, setup=True) as s:
-        for said in (
-            "my niece Mia turns 9 on the 3rd of May, she's into dinosaurs",
-            "I work nights at the depot",
-            "I'm allergic to kiwi",
-            "my brother lives in Cork",
-        ):
-            await s.turn("ana", "ana-1", said)
-        res = await s.turn("ana", "ana-2", "when is my niece's birthday again?")
-        assert any("Mia" in r["content"] for r in res.recalled[:5]), res.recalled
+async def test_a_relatives_birthday_is_found_by_a_question_about_them(
+    offline_session: Session,
+) -> None:
+    s = offline_session
+    for said in (
+        "my niece Mia turns 9 on the 3rd of May, she's into dinosaurs",
+        "I work nights at the depot",
+        "I'm allergic to kiwi",
+        "my brother lives in Cork",
+    ):
+        await s.turn("ana", "ana-1", said)
+    res = await s.turn("ana", "ana-2", "when is my niece's birthday again?")
+    assert any("Mia" in r["content"] for r in res.recalled[:5]), res.recalled
 
 
 @pytest.mark.parametrize(

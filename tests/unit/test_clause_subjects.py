@@ -83,16 +83,13 @@ def test_what_goes_on_from_the_user_stays_the_users() -> None:
     assert job.subject.startswith("work."), job.subject
 
 
-async def test_forgetting_a_relative_takes_what_was_said_of_them(tmp_path) -> None:
-    from agent.runner import open_session
-    from graphs.settings import Settings
-    from memory.backends import BackendConfig
+async def test_forgetting_a_relative_takes_what_was_said_of_them(offline_session) -> None:
+    from conftest import kept_for
 
-    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
-    async with open_session(settings, setup=True) as s:
-        await s.turn("lin", "lin-1", "我哥叫王磊，在成都开火锅店")
-        await s.turn("lin", "lin-1", "我对芒果过敏")
-        await s.turn("lin", "lin-1", "我哥的事你别记了")
-        kept = " | ".join(r.content for r in await s.service.alist("lin", include_turns=True))
-        assert "王磊" not in kept and "火锅店" not in kept, kept
-        assert "芒果" in kept
+    s = offline_session
+    await s.turn("lin", "lin-1", "我哥叫王磊，在成都开火锅店")
+    await s.turn("lin", "lin-1", "我对芒果过敏")
+    await s.turn("lin", "lin-1", "我哥的事你别记了")
+    kept = await kept_for(s, "lin")
+    assert "王磊" not in kept and "火锅店" not in kept, kept
+    assert "芒果" in kept

@@ -8,13 +8,10 @@ follows it after a comma.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import kept_for
 
-from agent.runner import open_session
-from graphs.settings import Settings
-from memory.backends import BackendConfig
+from agent.runner import Session
 from memory.extraction import forget_requests
 from memory.lifecycle import is_deictic
 from memory.understanding.topics import forget_words
@@ -56,11 +53,10 @@ def test_what_i_just_said_is_still_that_with_a_reason_after_a_comma(
     assert is_deictic(query) is deictic
 
 
-async def test_taking_back_the_last_statement_with_a_reason(tmp_path: Path) -> None:
-    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
-    async with open_session(settings, setup=True) as s:
-        await s.turn("ola", "ola-1", "I'm allergic to kiwi.")
-        await s.turn("ola", "ola-1", "We're getting a beagle puppy next month.")
-        await s.turn("ola", "ola-1", "actually forget what I just said, it may fall through")
-        kept = " | ".join(r.content for r in await s.service.alist("ola", include_turns=True))
-        assert "beagle" not in kept and "kiwi" in kept, kept
+async def test_taking_back_the_last_statement_with_a_reason(offline_session: Session) -> None:
+    s = offline_session
+    await s.turn("ola", "ola-1", "I'm allergic to kiwi.")
+    await s.turn("ola", "ola-1", "We're getting a beagle puppy next month.")
+    await s.turn("ola", "ola-1", "actually forget what I just said, it may fall through")
+    kept = await kept_for(s, "ola")
+    assert "beagle" not in kept and "kiwi" in kept, kept

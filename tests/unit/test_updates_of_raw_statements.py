@@ -8,11 +8,9 @@ it changes that statement only, never a slot the update happens to be read in.
 
 from __future__ import annotations
 
-from pathlib import Path
+from conftest import kept_for
 
-from agent.runner import open_session
-from graphs.settings import Settings
-from memory.backends import BackendConfig
+from agent.runner import Session
 from memory.extraction import CandidateMemory, Extraction
 from memory.service import MemoryService
 from memory.store.records import is_raw_turn
@@ -76,25 +74,26 @@ def test_an_update_naming_a_raw_statement_a_memory_was_extracted_from_ends_the_m
     assert ended == {"User works at Acme.", "I work at Acme"}
 
 
-async def test_the_offline_model_ends_a_price_kept_in_the_users_words(tmp_path: Path) -> None:
-    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
-    async with open_session(settings, setup=True) as s:
-        await s.turn("mei", "mei-1", "月嫂一个月一万二")
-        await s.turn("mei", "mei-2", "月嫂涨到一万三了")
-        res = await s.turn("mei", "mei-3", "请月嫂一个月要多少钱")
-        shown = " ".join(r["content"] for r in res.recalled)
-        assert "一万三" in shown and "一万二" not in shown
-        kept = {r.content: r.status for r in await s.service.alist("mei", include_turns=True)}
-        assert "月嫂一个月一万二" not in kept
+async def test_the_offline_model_ends_a_price_kept_in_the_users_words(
+    offline_session: Session,
+) -> None:
+    s = offline_session
+    await s.turn("mei", "mei-1", "月嫂一个月一万二")
+    await s.turn("mei", "mei-2", "月嫂涨到一万三了")
+    res = await s.turn("mei", "mei-3", "请月嫂一个月要多少钱")
+    shown = " ".join(r["content"] for r in res.recalled)
+    assert "一万三" in shown and "一万二" not in shown
+    assert "月嫂一个月一万二" not in await kept_for(s, "mei")
 
 
-async def test_an_update_of_a_raw_statement_is_no_slot_of_the_user(tmp_path: Path) -> None:
-    settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
-    async with open_session(settings, setup=True) as s:
-        await s.turn("sam", "sam-1", "I'm 34.")
-        await s.turn("sam", "sam-1", "The bus pass is 60 a month")
-        # Read in the age's family ("65 now"), it changes the bus pass, not the age.
-        await s.turn("sam", "sam-2", "bus pass went up, 65 now")
-        kept = " | ".join(r.content for r in await s.service.alist("sam", include_turns=True))
-        assert "34" in kept and "65" in kept
-        assert "The bus pass is 60 a month" not in kept
+async def test_an_update_of_a_raw_statement_is_no_slot_of_the_user(
+    offline_session: Session,
+) -> None:
+    s = offline_session
+    await s.turn("sam", "sam-1", "I'm 34.")
+    await s.turn("sam", "sam-1", "The bus pass is 60 a month")
+    # Read in the age's family ("65 now"), it changes the bus pass, not the age.
+    await s.turn("sam", "sam-2", "bus pass went up, 65 now")
+    kept = await kept_for(s, "sam")
+    assert "34" in kept and "65" in kept
+    assert "The bus pass is 60 a month" not in kept
