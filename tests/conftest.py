@@ -69,8 +69,3 @@ async def offline_session(tmp_path: Path):
     settings = Settings(backend=BackendConfig(home=str(tmp_path / "home")), model="offline")
     async with open_session(settings, setup=True) as s:
         yield s
-
-
-async def kept_for(session, user: str) -> str:
-    """Return all that is kept for a user, raw statements included, as one text."""
-    return " | ".join(r.content for r in await session.service.alist(user, include_turns=True))

@@ -84,7 +84,7 @@ def test_what_goes_on_from_the_user_stays_the_users() -> None:
 
 
 async def test_forgetting_a_relative_takes_what_was_said_of_them(offline_session) -> None:
-    from conftest import kept_for
+    from kept import kept_for
 
     s = offline_session
     await s.turn("lin", "lin-1", "我哥叫王磊，在成都开火锅店")

@@ -9,7 +9,7 @@ follows it after a comma.
 from __future__ import annotations
 
 import pytest
-from conftest import kept_for
+from kept import kept_for
 
 from agent.runner import Session
 from memory.extraction import forget_requests

@@ -8,7 +8,7 @@ it changes that statement only, never a slot the update happens to be read in.
 
 from __future__ import annotations
 
-from conftest import kept_for
+from kept import kept_for
 
 from agent.runner import Session
 from memory.extraction import CandidateMemory, Extraction
