@@ -558,7 +558,7 @@ def _from_rules(clause: str, now: datetime, reading: Reading) -> CandidateMemory
 _OTHER_PERSON = re.compile(
     r"(?i)^(?:my|our)\s+(?:[\w-]+\s+)?(?:"
     + "|".join(map(re.escape, [*relation_words(False, PEOPLE), "friend", "teacher", "doctor"]))
-    # "The wife can't stand mushrooms", "闺女在深圳做外贸": a relative, though no "my" says so.
+    # "the wife works at the post office", "老公在银行上班": a relative, though no "my" says so.
     + r")s?\b|^the\s+(?:"
     + "|".join(map(re.escape, relation_words(False, PEOPLE)))
     + r")s?\b|^(?:我的?)?(?:"
@@ -765,8 +765,8 @@ def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
         and not asks_by_form(clause)
         and not only_asks_for_help(clause)
     ):
-        # A clause of a statement with no form of a question states ("跟你说下我对花生过敏",
-        # "腰椎间盘突出好几年了", read as asking at 0.4-0.5): only the words can ask.
+        # A clause of a statement with no form of a question states ("跟你讲一下我对虾过敏",
+        # "吃一口就过敏", read as asking at 0.5-0.6): only the words can ask.
         reading = replace(reading, intent="remember")
     if reading.family == "none":
         return in_context(reading, whole)
@@ -906,8 +906,8 @@ def _changes(
     kind = RECORD_KIND.get(reading.kind, "fact")
     # A raw statement listed stands for what was extracted from it (the store files the
     # update over that: `StoreReader.active_record`), or for itself; its own subject is no
-    # memory's. The update changes that statement, not also a slot: "房东说下个月开始涨到
-    # 3500" (read as home) ends "房租每个月3200", not the city the user lives in.
+    # memory's. The update changes that statement, not also a slot: "车位费涨了，现在一个月要
+    # 350" (read as home) ends "小区的车位一个月租金300", not the city the user lives in.
     subject = old[1]
     if subject.startswith(TURN_SUBJECT):
         named = reading.family in FAMILY_PREFIX

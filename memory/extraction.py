@@ -397,7 +397,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
-        # "刚才那句不算，我还没跟老伴儿商量呢，你先别记": what it names is what was just said.
+        # "刚才那句不算，我女儿还没同意，你先别记着": what it names is what was just said.
         first = _REASON_BREAK.split(m["q"] or "", maxsplit=1)[0]
         if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first):
             return ForgetRequest(query=that)

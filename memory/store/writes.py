@@ -192,8 +192,8 @@ class MemoryWriter:
             )
             if alone is not None and step[0].action == "added" and step[0].record is new:
                 # A raw statement nothing was extracted from is the memory itself: the update
-                # ends it ("叉烧饭一碟卖18蚊", kept only in the user's words, then "叉烧饭要加到
-                # 20蚊了"), or both prices would be recalled.
+                # ends it ("月嫂一个月一万二", kept only in the user's words, then "月嫂涨到一万三
+                # 了"), or both prices would be recalled.
                 step.append(supersede(alone, new, now))
             refused = self._refusal(new, step)
             if refused is not None:

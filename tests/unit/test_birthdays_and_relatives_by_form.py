@@ -77,7 +77,7 @@ def test_days_said_short_or_as_arvos_are_a_routine(said: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "said", ["哎，刚才那句不算，我还没跟我老婆商量呢，你先别记", "诶，刚刚那句删了吧，我还没问我爸"]
+    "said", ["唉，刚才那句不算，我女儿还没同意，你先别记着", "诶，刚刚那句删了吧，我还没问我爸"]
 )
 def test_taking_back_what_was_just_said_with_an_interjection_and_a_reason(said: str) -> None:
     # Not a request about the relative the reason names.
