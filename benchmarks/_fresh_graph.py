@@ -58,6 +58,8 @@ FRESH_SETS = {
     "fresh27": DATA / "understanding_fresh27.json",
     "fresh28": DATA / "understanding_fresh28.json",
     "fresh29": DATA / "understanding_fresh29.json",
+    "fresh30": DATA / "understanding_fresh30.json",
+    "fresh31": DATA / "understanding_fresh31.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -83,7 +85,9 @@ any of the next stop's work, then read; the twenty-fourth was kept unread until 
 stop's work was in. The twenty-fifth was first run before any of the next stop's work, then
 read; the twenty-sixth was kept unread until all of that stop's work was in. The
 twenty-seventh and twenty-eighth were first run before any of the next stop's work, then
-read; the twenty-ninth was kept unread until nearly all of that stop's work was in."""
+read; the twenty-ninth was kept unread until nearly all of that stop's work was in. The
+thirtieth and thirty-first were first run before any of the next stop's work, kept unread
+until about half of it was in, then read."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
