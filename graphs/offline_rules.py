@@ -485,15 +485,16 @@ def _undated(clause: str, now: datetime) -> str:
 # A weekday said as what recurs ("Thursday nights are curling league", "Sundays I run", "每
 # 逢周五"): a routine, though the model may read the weekday as one day ahead.
 _DAY = r"(?:mon|tue|tues|wed|weds|thu|thur|thurs|fri|sat|sun)"
+_TIMES = r"(?:nights|mornings|evenings|afternoons|arvos|nites|lunchtimes)"
 _RECURRING_DAY = re.compile(
-    r"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+(?:nights|mornings|evenings"
-    r"|afternoons|arvos|nites|lunchtimes)\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|每逢周|每个?(?:周|星期|礼拜)"
+    rf"(?i)\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\s+{_TIMES}\b"
+    r"|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days\b|每逢周|每个?(?:周|星期|礼拜)"
     # "every sunday", "each other Friday", "at weekends"; "一般他周末过来", "我喜欢周末去钓鱼"
     r"|\b(?:every|each)\s+(?:other\s+)?(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|weekend)\b"
     r"|\b(?:at|on|most|the)\s+weekends\b"
     # Short days: "mon wed fri mornings", "tues/thurs evenings", "sat nights"
     rf"|\b{_DAY}(?:\s*(?:[/,&+]|\band\b)?\s*{_DAY})+\b"
-    rf"|\b{_DAY}\s+(?:nights|mornings|evenings|afternoons|arvos|nites|lunchtimes)\b"
+    rf"|\b{_DAY}\s+{_TIMES}\b"
     r"|(?:一般|通常|平时|经常|总是|老是|喜欢|爱)[^，,。；;]{0,6}?(?:周末|(?:周|星期|礼拜)[一二三四五六日天])"
 )
 

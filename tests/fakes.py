@@ -116,3 +116,13 @@ def save_facts(service: Any, said: Iterable[tuple[str, str]], said_at: datetime)
     for subject, content in said:
         cand = CandidateMemory(kind="fact", subject=subject, content=content, confidence=0.9)
         service.save("u", Extraction(memories=[cand]), Source(thread_id="t", said_at=said_at))
+
+
+def save_said(service: Any, said: Iterable[str], said_at: datetime) -> None:
+    """Save what the offline extractor reads in each line as user "u"'s, one save each."""
+    from memory.extraction import Extraction
+    from memory.store.records import Source
+
+    for line in said:
+        found = extract_rules(line, said_at).memories
+        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=said_at))

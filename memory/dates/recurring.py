@@ -76,7 +76,7 @@ def recurring_fact(clause: str) -> CandidateMemory | None:
     # Said as how old someone turns: their name and age are kept in the user's words.
     turns = found["turns"] if zh is not None else found["kin"] or found["name"] or found["me"]
     if zh is not None:
-        owner = zh[1] or (relation_in(clause) or zh["turns"] if zh["turns"] else None)
+        owner = zh[1] or (turns and (relation_in(clause) or turns))
         word = zh[2] or ("结婚纪念日" if wed else "生日")
         if word == "纪念日" and owner and owner.endswith(("结婚", "恋爱")):
             word, owner = ("结婚纪念日" if owner.endswith("结婚") else word), owner[:-2] or None

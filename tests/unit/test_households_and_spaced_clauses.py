@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 
 import pytest
+from fakes import save_said
 
 from graphs.offline_rules import extract_rules
 from memory.dates import find_date
@@ -26,9 +27,7 @@ NOW = datetime(2026, 12, 6, 9, tzinfo=UTC)
 
 
 def _said(service: MemoryService, *statements: str) -> None:
-    for said in statements:
-        found = extract_rules(said, NOW).memories
-        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    save_said(service, statements, NOW)
 
 
 def _top(service: MemoryService, question: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes import save_said
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -20,9 +21,8 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.extraction import Extraction, forget_requests
+from memory.extraction import forget_requests
 from memory.service import MemoryService
-from memory.store.records import Source
 from memory.text.asking import asks_by_form
 from memory.text.phrases import topic_clause
 from memory.understanding.updates import TERM_FLOOR, _by_a_term, changed_record
@@ -176,23 +176,25 @@ def test_a_question_without_a_question_mark_asks_by_its_form(said: str, asks: bo
 def test_a_message_that_states_then_asks_lifts_the_family_it_asks_about(
     service: MemoryService,
 ) -> None:
-    for said in [
-        "我老汉儿血糖高，甜的一口都不能碰",
-        "我在一家快递站上班，天天分拣到半夜",
-        "我养了只边牧叫可乐",
-        "每周三晚上去打羽毛球",
-        "我住在郫都区",
-        "我对象在银行上班",
-        "我对芒果过敏",
-        "我血压有点高，医生让少吃盐",
-        "我开的是一辆二手飞度",
-        "我闺女今年上初一",
-        "下个月15号要去重庆出差",
-        "我喜欢周末去钓鱼",
-        "我妈腿脚不好，膝盖疼",
-    ]:
-        found = extract_rules(said, NOW).memories
-        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    save_said(
+        service,
+        [
+            "我老汉儿血糖高，甜的一口都不能碰",
+            "我在一家快递站上班，天天分拣到半夜",
+            "我养了只边牧叫可乐",
+            "每周三晚上去打羽毛球",
+            "我住在郫都区",
+            "我对象在银行上班",
+            "我对芒果过敏",
+            "我血压有点高，医生让少吃盐",
+            "我开的是一辆二手飞度",
+            "我闺女今年上初一",
+            "下个月15号要去重庆出差",
+            "我喜欢周末去钓鱼",
+            "我妈腿脚不好，膝盖疼",
+        ],
+        NOW,
+    )
     # The first part states, so the message is kept; the last asks, so what is filed under the
     # father (老汉儿 is a word for him) is lifted.
     hits = service.search("u", "这周末回去给我爸做顿饭，整点啥菜好", 5)

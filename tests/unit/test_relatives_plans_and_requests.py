@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from fakes import save_said
 
 from graphs.offline_rules import extract_rules
 from memory.extraction import Extraction, ForgetRequest, forget_requests
@@ -159,9 +160,7 @@ def test_what_is_filed_under_whom_or_what_a_question_is_about_comes_first(
     # the question is about (home) though it shares no word with the home remark and the
     # encoder finds the walks, the runs and the dog nearer. A place of the top is a memory
     # with what was said with it.
-    for said in statements:
-        found = extract_rules(said, NOW).memories
-        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    save_said(service, statements, NOW)
     top = [
         " · ".join([h.record.content, *(r.content for r in h.said_with)])
         for h in service.search("u", question, 5)
@@ -197,14 +196,16 @@ def test_readings_survive_the_cache_being_cleared_to_make_room(
 def test_a_forget_request_reaches_the_other_half_by_any_word_and_no_one_else(
     service: MemoryService, request_: str, gone: list[str], kept: list[str]
 ) -> None:
-    for said in (
-        "我老公在县城开修车铺",
-        "我对象最近迷上了钓鱼",
-        "我妹在读大学",
-        "我男朋友是我前男友的同学",
-    ):
-        found = extract_rules(said, NOW).memories
-        service.save("u", Extraction(memories=found), Source(thread_id="t", said_at=NOW))
+    save_said(
+        service,
+        [
+            "我老公在县城开修车铺",
+            "我对象最近迷上了钓鱼",
+            "我妹在读大学",
+            "我男朋友是我前男友的同学",
+        ],
+        NOW,
+    )
     before = [r.content for r in service.list("u")]
     assert all(any(w in c for c in before) for w in [*gone, *kept]), before
     service.save(
