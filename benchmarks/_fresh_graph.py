@@ -60,6 +60,8 @@ FRESH_SETS = {
     "fresh29": DATA / "understanding_fresh29.json",
     "fresh30": DATA / "understanding_fresh30.json",
     "fresh31": DATA / "understanding_fresh31.json",
+    "fresh32": DATA / "understanding_fresh32.json",
+    "fresh33": DATA / "understanding_fresh33.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -87,7 +89,9 @@ read; the twenty-sixth was kept unread until all of that stop's work was in. The
 twenty-seventh and twenty-eighth were first run before any of the next stop's work, then
 read; the twenty-ninth was kept unread until nearly all of that stop's work was in. The
 thirtieth and thirty-first were first run before any of the next stop's work, kept unread
-until about half of it was in, then read."""
+until about half of it was in, then read. The thirty-second and thirty-third were first run
+before any of the next stop's work and kept unread until the end of it (no change of
+behaviour landed in it)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
