@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from memory.dates import find_date, is_date_phrase, statement_lean
+from memory.dates import find_date, is_date_phrase, statement_lean, without_date
 from memory.dates.recurring import recurring_fact
 from memory.extraction import (
     MAX_CANDIDATES,
@@ -39,6 +39,7 @@ from memory.understanding import (
     UPDATE_SUBJECT,
     Reading,
     in_context,
+    probability_of,
     read_utterance,
     read_utterances,
     slot_of,
@@ -699,9 +700,19 @@ _STATES = ("remember", "update")
 
 
 def _statements(
-    sentence: str, reading: Reading, now: datetime, *, typed: bool = True, context: str = ""
+    sentence: str,
+    reading: Reading,
+    now: datetime,
+    *,
+    typed: bool = True,
+    context: str = "",
+    news: bool = True,
 ) -> list[CandidateMemory]:
-    """Return the candidates of one sentence: what patterns find, and (`typed`) the rest."""
+    """Return the candidates of one sentence: what patterns find, and (`typed`) the rest.
+
+    With `news`, a dated clause that moves the user's employer or home from its day is kept
+    as the new value too (`_lasting`); not beside a forget request, where a day says why.
+    """
     # A tentative clause states nothing ("我下个月可能要去上海出差"); the firm one said with
     # it still does ("，我住在杭州"), and the sentence is no longer one update or correction.
     said = _bound(_clauses(sentence))
@@ -709,7 +720,11 @@ def _statements(
     firm = len(clauses) == len(said)
     found = [_from_rules(c, now, reading) for c in clauses]
     if not typed:
-        return [cand for cand in found if cand is not None]
+        # A plan in one clause is kept in no words of the user's, but the move it says lasts
+        # ("下周一开始去新公司上班了", read as a plan).
+        kept = [cand for cand in found if cand is not None]
+        moves = [_lasting(c, cand, now) for c, cand in zip(clauses, found, strict=True) if news]
+        return kept + [m for m in moves if m is not None]
     # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would keep
     # "not 38" as a statement of its own. So is news of a value the user has one of that no
     # pattern typed: "I left the big four job, starting at Fernway on Monday" is the new
@@ -748,7 +763,36 @@ def _statements(
             cand = _from_reading(clause, by_clause[clause], now, context, before)
         if cand is not None:
             out.append(cand)
-    return out
+    moves = [_lasting(c, cand, now) for c, cand in zip(clauses, found, strict=True) if news]
+    return out + [m for m in moves if m is not None]
+
+
+def _lasting(clause: str, cand: CandidateMemory | None, now: datetime) -> CandidateMemory | None:
+    """Return the new employer or home a dated clause moves to from its day, or None.
+
+    "I start at the planning office next Monday" is a day (kept as an event, which expires
+    after it) and a new employer from then on: kept only as the event, the job was gone a
+    day after it began, and the old one answered "where do I work?" again. The `moves` head
+    tells such a clause from a one-off there ("a job interview on Friday", a team outing, a
+    flat viewing) and from a change at the same job (a new manager, new shifts). It is then
+    also kept as the news of its family's slot (the employer, or the home, whichever the
+    family head puts first), in the user's words with its day: it replaces the old value.
+    """
+    if cand is None or cand.kind != "event":
+        return None  # what the clause's day makes
+    mention = find_date(clause, now)
+    said = read_utterance(without_date(clause))  # what changes, not when (`without_date`)
+    if mention is None or not said.moves:
+        return None
+    home = probability_of(said, "home") > probability_of(said, "work")
+    moved = replace(said, intent="update", kind="fact", family="home" if home else "work")
+    news = _from_reading(clause, moved, now)
+    if news is None or slot_of(news.subject) is None:
+        return None  # said of someone else ("my wife starts at the bank on Monday")
+    day = mention.day.isoformat()
+    content = news.content.rstrip("。.")
+    dated = f"{content}（{day}）。" if has_cjk(clause) else f"{content} ({day})."
+    return news.model_copy(update={"content": dated})
 
 
 def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
@@ -1040,7 +1084,11 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             found = [one] if one is not None else []
         else:
             found = (
-                [] if news else _statements(sentence, reading, now, typed=typed, context=context)
+                []
+                if news
+                else _statements(
+                    sentence, reading, now, typed=typed, context=context, news=not asking
+                )
             )
             if reading.intent == "update" and listed and not asking:
                 found = _changes(sentence, reading, found, listed)

@@ -15,6 +15,7 @@ from memory.dates.grammar import (
     find_yearly,
     is_date_phrase,
     statement_lean,
+    without_date,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "find_yearly",
     "is_date_phrase",
     "statement_lean",
+    "without_date",
 ]

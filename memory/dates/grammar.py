@@ -196,6 +196,19 @@ def is_date_phrase(text: str) -> bool:
     return bool(_FILLER.match(rest.strip(" .!。！")))
 
 
+def without_date(text: str) -> str:
+    """Return a text without the first time it names: what it says happens, not when.
+
+    "I start at the planning office next Monday" is "I start at the planning office": a
+    head that reads what a dated statement changes reads it so (`Reading.moves`), since the
+    day alone ("pushed back to the 21st") looks the same in a move and in a one-off.
+    """
+    found = _first_mention(text, _PHRASE_DAY, True)
+    if found is None or found[1] not in text:
+        return text
+    return " ".join(text.replace(found[1], " ", 1).split()) or text
+
+
 @dataclass(frozen=True)
 class YearlyDate:
     """A day that comes back every year (a birthday, an anniversary)."""

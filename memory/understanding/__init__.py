@@ -15,8 +15,10 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from memory.store.records import subject_under
-from memory.understanding.model import load_model
+from memory.understanding.model import UnderstandingModel, load_model
 
 __all__ = [
     "FAMILY_PREFIX",
@@ -162,6 +164,14 @@ class Reading:
     food: bool = False
     """Whether it tells what someone, the user or another, eats or must not ("我老公一点辣都
     吃不了", "our youngest is allergic to sesame"): the `food` head at its threshold."""
+    moves: bool = False
+    """Whether a dated statement says the user's own employer or home changes from that day
+    ("I start at the planning office on Monday"), not a one-off there ("a job interview on
+    Friday"): the `moves` head at its threshold (`UnderstandingModel.moves_threshold`)."""
+    thing: str = "other"
+    """The kind of thing it is about, where a user names it by a make, a breed or a place and
+    forgets it by a general word ("I drive a silver Mazda 3", "my car": `vehicle`): the
+    `things` head's label at its threshold, else `other`."""
 
     @property
     def asks(self) -> bool:
@@ -184,6 +194,15 @@ _LOCK = threading.Lock()
 
 def _label(labels: tuple[str, ...], row: list[float]) -> str:
     return labels[max(range(len(row)), key=row.__getitem__)]
+
+
+def _thing(model: UnderstandingModel, probs: dict[str, np.ndarray], i: int) -> str:
+    """Return the `things` head's label of row `i` at its threshold, else "other"."""
+    if "things" not in probs:
+        return "other"
+    row = probs["things"][i]
+    best = int(row.argmax())
+    return model.heads["things"].labels[best] if row[best] >= model.things_threshold else "other"
 
 
 def read_utterances(texts: list[str]) -> list[Reading]:
@@ -227,6 +246,10 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 food="food" in probs
                 and float(probs["food"][i][model.heads["food"].labels.index("food")])
                 >= model.food_threshold,
+                thing=_thing(model, probs, i),
+                moves="moves" in probs
+                and float(probs["moves"][i][model.heads["moves"].labels.index("moves")])
+                >= model.moves_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

@@ -37,6 +37,20 @@ avoids: an allergy, a diet, a dislike, a doctor's limit) or `other` (other healt
 food, relatives' other news, questions about food that state nothing): the food head's lines
 (`memory.understanding.train.fit_food`). Written for the project (MIT), in no split."""
 FOOD_LABELS = ("food", "other")
+MOVES = ("moves.en.txt", "moves.zh.txt")
+"""Dated statements labelled `moves` (the user's own employer, workplace or home changes from
+a day: "I start at the planning office on Monday", "下个月1号搬到城东") or `other` (a one-off
+at work or at home on a day, a new manager or shifts at the same job, someone else's move,
+a maybe): the moves head's lines (`memory.understanding.train.fit_moves`). Written for the
+project (MIT), in no split."""
+MOVES_LABELS = ("moves", "other")
+THINGS = ("things.en.txt", "things.zh.txt")
+"""Statements and forget topics labelled by the kind of thing they are about, where the
+user names it by a make, a breed or a place and asks to forget it by a general word ("I
+drive a silver Mazda 3" and "my car": `vehicle`): `pet`, `vehicle`, `device`, `trip`,
+`exercise`, or `other`. The things head's lines (`memory.understanding.train.fit_things`).
+Written for the project (MIT), in no split."""
+THING_LABELS = ("pet", "vehicle", "device", "trip", "exercise", "other")
 ASKING = ("asking.en.txt", "asking.zh.txt")
 """Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
 labelled with the family of the user's facts a good answer depends on though the question
@@ -157,6 +171,16 @@ def read_medicine(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
 def read_food(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
     """Return `(text, language, label)` of every line of the `FOOD` sources."""
     return read_labelled(FOOD, FOOD_LABELS, directory)
+
+
+def read_moves(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `MOVES` sources."""
+    return read_labelled(MOVES, MOVES_LABELS, directory)
+
+
+def read_things(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `THINGS` sources."""
+    return read_labelled(THINGS, THING_LABELS, directory)
 
 
 def split(

@@ -58,6 +58,12 @@ class UnderstandingModel:
     food_threshold: float = 1.0
     """The `food` head's probability at which a text tells what someone eats or must not
     (an allergy, a diet, a dislike), chosen as the medicine head's is; 1.0 without the head."""
+    moves_threshold: float = 1.0
+    """The `moves` head's probability at which a dated statement is the user's employer or home
+    changing from that day, chosen as the medicine head's is; 1.0 without the head."""
+    things_threshold: float = 1.0
+    """The `things` head's probability at which a text is about the kind of thing it reads
+    (a pet, a vehicle, a device, a trip, exercise); 1.0 without the head."""
 
     def span_floor(self, lang: str) -> float:
         """Return the span floor of a language (`memory.text.language.language_of`)."""
@@ -83,6 +89,8 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "span_forget_floor": dict(model.span_forget_floor),
         "medicine_threshold": model.medicine_threshold,
         "food_threshold": model.food_threshold,
+        "moves_threshold": model.moves_threshold,
+        "things_threshold": model.things_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -107,6 +115,8 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         _floors(meta.get("span_forget_floor", 0.1)),
         float(meta.get("medicine_threshold", 1.0)),
         float(meta.get("food_threshold", 1.0)),
+        float(meta.get("moves_threshold", 1.0)),
+        float(meta.get("things_threshold", 1.0)),
     )
 
 

@@ -90,6 +90,11 @@ def by_meaning(
         taken = _medicines(words, units)
         if taken:
             return [r for u in taken for r in u.records]
+    thing = read_utterance(words).thing
+    if thing != "other":
+        taken = _things(words, thing, units)
+        if taken:
+            return [r for u in taken for r in u.records]
     family = family or read_utterance(words).family
     if family not in FAMILY_PREFIX:
         return []
@@ -160,6 +165,44 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     # A medicine said alone is filed as a routine, read as a schedule: its own reading counts.
     clauses = read_utterances([record_text(u.text) for u, _ in said_of])
     return [u for (u, _), r in zip(said_of, clauses, strict=True) if id(u) in taken or r.medicine]
+
+
+def _things(words: str, thing: str, units: Sequence[_Statement]) -> list[_Statement]:
+    """Return the statements of the one message about the kind of thing the words name.
+
+    A user names a thing by its make, breed or place and forgets it by a general word: "my
+    car" shares no word with "I drive a silver Hyundai i20", nor "我家狗狗" with "家里那只
+    柯基叫豆包", and the encoder knows few makes and breeds. The model's things head reads
+    both the words and each message, read whole (`Reading.thing`). One message about that
+    kind of thing is what they mean; of several, the one clearly nearest the words, else
+    none (two cars: the request names neither). Of the message taken, the statements read
+    as that thing go, and the others only when none is (a clause alone says too little).
+    """
+    from memory.understanding.updates import record_text  # it imports this module
+
+    said: dict[str, list[_Statement]] = {}
+    for u in units:
+        said.setdefault(u.message, []).append(u)
+    whole = {
+        m: ("，" if has_han(u[0].text) else ", ").join(record_text(x.text) for x in u)
+        for m, u in said.items()
+    }
+    messages = [
+        m for m, r in zip(whole, read_utterances(list(whole.values())), strict=True)
+        if r.thing == thing
+    ]  # fmt: skip
+    if len(messages) > 1:
+        pool = [u for m in messages for u in said[m]]
+        near = _nearness(words, pool)
+        best = np.array([max(n for n, u in zip(near, pool, strict=True) if u.message == m)
+                         for m in messages])  # fmt: skip
+        at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
+        messages = [] if at is None else [messages[at]]
+    if not messages:
+        return []
+    mine = said[messages[0]]
+    readings = read_utterances([record_text(u.text) for u in mine])
+    return [u for u, r in zip(mine, readings, strict=True) if r.thing == thing] or mine
 
 
 def said_around(

@@ -28,7 +28,9 @@ from memory.understanding.corpus import (
     TRAPS,
     read_food,
     read_medicine,
+    read_moves,
     read_sources,
+    read_things,
 )
 
 pytestmark = pytest.mark.integration
@@ -38,9 +40,9 @@ pytestmark = pytest.mark.integration
 def test_the_fresh_set_is_in_no_corpus_split(name: str) -> None:
     corpus = {u.text for u in read_sources()} | {u.text for u in read_sources(names=TRAIN_ONLY)}
     corpus |= {u.text for u in read_sources(names=TRAPS)}
-    corpus |= {text for text, _, _ in [*read_medicine(), *read_food()]} | {
-        u.text for u in read_sources(names=(*ASKING, *ASKED))
-    }
+    corpus |= {
+        text for text, _, _ in [*read_medicine(), *read_food(), *read_moves(), *read_things()]
+    } | {u.text for u in read_sources(names=(*ASKING, *ASKED))}
     for part in (load_fresh(name)[lang] for lang in ("en", "zh")):
         said = [*part["statements"], *part["forgets"], *part["distractors"]]
         said += [line for pair in part["updates"] for line in pair]

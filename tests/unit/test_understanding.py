@@ -100,15 +100,27 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     assert size < 1_000_000
     model = load_model()
     meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
-    heads = {"intent", "kind", "family", "target", "medicine", "food", "forget", "asked"}
+    heads = {"intent", "kind", "family", "target", "medicine", "food", "moves", "things"}
+    heads |= {"forget", "asked"}
     assert set(model.heads) == set(meta["labels"]) == heads
     assert set(model.heads["intent"].labels) == set(model.heads["forget"].labels) == set(INTENTS)
     assert model.heads["asked"].labels == model.heads["family"].labels
     assert model.heads["medicine"].labels == ("medicine", "other")
     assert model.heads["food"].labels == ("food", "other")
+    assert model.heads["moves"].labels == ("moves", "other")
+    assert set(model.heads["things"].labels) == {
+        "pet",
+        "vehicle",
+        "device",
+        "trip",
+        "exercise",
+        "other",
+    }
     assert 0.5 <= model.forget_threshold < 1.0
     assert 0.5 <= model.medicine_threshold < 1.0
     assert 0.5 <= model.food_threshold < 1.0
+    assert 0.5 <= model.moves_threshold < 1.0
+    assert 0.5 <= model.things_threshold < 1.0
     assert set(model.span_forget_floor) == {"en", "zh"}
 
 
