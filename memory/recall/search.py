@@ -76,6 +76,34 @@ ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
 
 
+KIND_POOL = 50
+"""How many of the nearest memories are read for the kind of thing a query is about."""
+
+
+def _of_kind(
+    query: str, dense: list[tuple[str, float]], records: Mapping[str, MemoryRecord], k: int,
+    now: datetime,
+) -> set[str]:  # fmt: skip
+    """Return the ids of the nearest memories about the kind of thing the query is about.
+
+    "it's pouring all week, how do I keep the dog from going stir crazy?" shares no word
+    with "we've got a kelpie called Ringo", and the encoder puts a breed or a make far from
+    the general word ("can my PC run it?" and "gaming on a Ryzen 5 with a 3060"). The
+    things head reads both as a kind of thing (`Reading.thing`: a pet, a vehicle, a device,
+    a trip, exercise), as a forget request's topic is read (`topics._things`). Only the
+    `KIND_POOL` nearest are read, so a query's cost does not grow with every memory, and
+    only when at most `k` of them are of the kind (more do not say which).
+    """
+    thing = read_utterance(query).thing
+    if thing == "other":
+        return set()
+    near = sorted(dense, key=lambda hit: -hit[1])[:KIND_POOL]
+    pool = [i for i, _ in near if i in records and records[i].is_recallable(now)]
+    readings = read_utterances([record_text(records[i].content) for i in pool])
+    found = {i for i, r in zip(pool, readings, strict=True) if r.thing == thing}
+    return found if len(found) <= k else set()
+
+
 def _eats(records: Mapping[str, MemoryRecord], ids: list[str], now: datetime) -> list[str]:
     """Return the ids of `ids` the food head reads as what someone eats or must not.
 
@@ -254,11 +282,12 @@ class Recall:
         dense = _as_near_as_said(dense, records)
         near = self._family_matches(snap.records, query, k, now, someone=hop is not None)
         echoes = _echoes(query, records, {i for i, _ in [*dense, *lexical]} | set(near))
+        kinds = _of_kind(query, dense, records, k, now) - echoes
         dense = [(i, sim) for i, sim in dense if i not in echoes]
         lexical = [(i, score) for i, score in lexical if i not in echoes]
         candidates = {i for i, _ in dense} | {i for i, _ in lexical}
         live = {i: records[i] for i in candidates if i in records and records[i].is_recallable(now)}
-        family = set(near) - echoes
+        family = (set(near) - echoes) | kinds
         if family:
             family |= said_together(family, snap.records, now)
             # Lifted just above the relevance floor: a candidate, never above a real match
@@ -276,6 +305,11 @@ class Recall:
             def lift(i: str) -> float:
                 if slot_of(snap.records[i].subject):
                     return best
+                # Of the kind of thing asked about (`_of_kind`): the answer, above what is only
+                # filed under the family asked about (the dog before the bike: both are
+                # possessions), in the order of its own nearness.
+                if i in kinds:
+                    return best + NEARER * (1.0 + max(own.get(i, 0.0), 0.0))
                 # A meal is the user's limits all together (`_family_matches`): each is lifted
                 # to the best match or just above it, nearest to what was asked first, so an
                 # allergy comes before a pill ("晚饭吃什么？" is no closer to "芒果我碰不了"
