@@ -91,14 +91,17 @@ def _of_kind(
     the general word ("can my PC run it?" and "gaming on a Ryzen 5 with a 3060"). The
     things head reads both as a kind of thing (`Reading.thing`: a pet, a vehicle, a device,
     a trip, exercise), as a forget request's topic is read (`topics._things`). Only the
-    `KIND_POOL` nearest are read, so a query's cost does not grow with every memory, and
-    only when at most `k` of them are of the kind (more do not say which).
+    `KIND_POOL` nearest typed memories are read, so a query's cost does not grow with every
+    memory, and only when at most `k` of them are of the kind (more do not say which).
     """
     thing = read_utterance(query).thing
     if thing == "other":
         return set()
-    near = sorted(dense, key=lambda hit: -hit[1])[:KIND_POOL]
-    pool = [i for i, _ in near if i in records and records[i].is_recallable(now)]
+    # Typed memories only, as a family's lift (a raw turn of a conversation is no statement
+    # of the user's about a thing: on LoCoMo, lifting turns cost evidence recall).
+    typed = [(i, sim) for i, sim in dense if i in records and records[i].kind != "episode"]
+    near = sorted(typed, key=lambda hit: -hit[1])[:KIND_POOL]
+    pool = [i for i, _ in near if records[i].is_recallable(now)]
     readings = read_utterances([record_text(records[i].content) for i in pool])
     found = {i for i, r in zip(pool, readings, strict=True) if r.thing == thing}
     return found if len(found) <= k else set()
