@@ -30,7 +30,13 @@ from memory.store.records import MemoryRecord, is_raw_turn, message_of
 from memory.text.language import HAN, has_han
 from memory.text.phrases import phrase_of, states
 from memory.text.statements import continues, parts_of, split_text, statement_id
-from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, read_utterances
+from memory.understanding import (
+    FAMILY_PREFIX,
+    Reading,
+    family_prefixes,
+    read_utterance,
+    read_utterances,
+)
 from memory.understanding.features import sentence_vectors
 
 MEANING_FLOOR = 0.30
@@ -100,21 +106,17 @@ def by_meaning(
         return []
     # A message is weighed only if it says something of the family: "我胃不舒服的那些事" must
     # not reach "我吃素" because both say 吃.
-    of_family = {u.message for u in units if family in _families(u)}
-    messages = [m for m in dict.fromkeys(u.message for u in units) if m in of_family]
-    pool = [u for u in units if u.message in messages]
-    if not pool:
+    said = _by_message(units)
+    messages = [m for m, us in said.items() if any(family in _families(u) for u in us)]
+    if not messages:
         return []
-    near = _nearness(words, pool)
-    best = np.array([max(near[i] for i, u in enumerate(pool) if u.message == m) for m in messages])
+    best, near = _message_nearness(words, messages, said)
     at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
     if at is None:
-        at = _by_a_word(words, best, [[u.text for u in pool if u.message == m] for m in messages])
+        at = _by_a_word(words, best, [[u.text for u in said[m]] for m in messages])
     if at is None:
         return []
-    taken = _said_together(
-        family, [(u, near[i]) for i, u in enumerate(pool) if u.message == messages[at]]
-    )
+    taken = _said_together(family, [(u, n) for u, n in near if u.message == messages[at]])
     return [r for u in taken for r in u.records]
 
 
@@ -140,19 +142,11 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     """
     from memory.understanding.updates import record_text  # it imports this module
 
-    said: dict[str, list[str]] = {}
-    for u in units:
-        said.setdefault(u.message, []).append(record_text(u.text))
-    # A message is read whole: a clause alone says too little ("吃一口嘴巴就肿成香肠" of an
-    # allergy read alone as a medicine, "每天早晚都要吸一次信必可" as none).
-    whole = {m: ("，" if has_han("".join(t)) else ", ").join(t) for m, t in said.items()}
-    readings = read_utterances(list(whole.values()))
-    messages = [m for m, r in zip(whole, readings, strict=True) if r.medicine]
+    said = _by_message(units)
+    messages = [m for m, r in zip(said, _read_whole(said), strict=True) if r.medicine]
     if not messages:
         return []
-    pool = [u for u in units if u.message in messages]
-    near = _nearness(words, pool)
-    best = np.array([max(near[i] for i, u in enumerate(pool) if u.message == m) for m in messages])
+    best, near = _message_nearness(words, messages, said)
     at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
     if at is not None:
         chosen = {messages[at]}
@@ -160,7 +154,7 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
         chosen = set(messages)
     else:
         return []  # one medicine named ("that I take metformin"), and none clearly it
-    said_of = [(u, near[i]) for i, u in enumerate(pool) if u.message in chosen]
+    said_of = [(u, n) for u, n in near if u.message in chosen]
     taken = {id(u) for u in _said_together("health", said_of)}
     # A medicine said alone is filed as a routine, read as a schedule: its own reading counts.
     clauses = read_utterances([record_text(u.text) for u, _ in said_of])
@@ -180,22 +174,10 @@ def _things(words: str, thing: str, units: Sequence[_Statement]) -> list[_Statem
     """
     from memory.understanding.updates import record_text  # it imports this module
 
-    said: dict[str, list[_Statement]] = {}
-    for u in units:
-        said.setdefault(u.message, []).append(u)
-    whole = {
-        m: ("，" if has_han(u[0].text) else ", ").join(record_text(x.text) for x in u)
-        for m, u in said.items()
-    }
-    messages = [
-        m for m, r in zip(whole, read_utterances(list(whole.values())), strict=True)
-        if r.thing == thing
-    ]  # fmt: skip
+    said = _by_message(units)
+    messages = [m for m, r in zip(said, _read_whole(said), strict=True) if r.thing == thing]
     if len(messages) > 1:
-        pool = [u for m in messages for u in said[m]]
-        near = _nearness(words, pool)
-        best = np.array([max(n for n, u in zip(near, pool, strict=True) if u.message == m)
-                         for m in messages])  # fmt: skip
+        best, _ = _message_nearness(words, messages, said)
         at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
         messages = [] if at is None else [messages[at]]
     if not messages:
@@ -331,6 +313,39 @@ def _nearness(words: str, units: Sequence[_Statement]) -> list[float]:
     near = similarities(words, [t for t, _ in flat]) - np.array([o for _, o in flat])
     bounds = np.cumsum([0, *(len(ps) for ps in pieces)])
     return [float(near[a:b].max()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _by_message(units: Sequence[_Statement]) -> dict[str, list[_Statement]]:
+    """Return the statements by the message they were said in, in the order said."""
+    said: dict[str, list[_Statement]] = {}
+    for u in units:
+        said.setdefault(u.message, []).append(u)
+    return said
+
+
+def _read_whole(said: dict[str, list[_Statement]]) -> list[Reading]:
+    """Return the model's reading of each message, read whole.
+
+    A clause alone says too little ("吃一口嘴巴就肿成香肠" of an allergy read alone as a
+    medicine, "每天早晚都要吸一次信必可" as none, "他叫豆包" as no pet).
+    """
+    from memory.understanding.updates import record_text  # it imports this module
+
+    whole = [[record_text(u.text) for u in us] for us in said.values()]
+    return read_utterances([("，" if has_han("".join(t)) else ", ").join(t) for t in whole])
+
+
+def _message_nearness(
+    words: str, messages: Sequence[str], said: dict[str, list[_Statement]]
+) -> tuple[np.ndarray, list[tuple[_Statement, float]]]:
+    """Return how near `words` are to each message (its nearest statement's) and to each statement.
+
+    Statements are weighed by `_nearness`; a message is as near as its nearest statement.
+    """
+    pool = [u for m in messages for u in said[m]]
+    near = list(zip(pool, _nearness(words, pool), strict=True))
+    best = np.array([max(n for u, n in near if u.message == m) for m in messages])
+    return best, near
 
 
 def _said_together(family: str, said: Sequence[tuple[_Statement, float]]) -> list[_Statement]:
