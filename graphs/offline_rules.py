@@ -707,11 +707,16 @@ def _statements(
     typed: bool = True,
     context: str = "",
     news: bool = True,
+    moving: Reading | None = None,
 ) -> list[CandidateMemory]:
     """Return the candidates of one sentence: what patterns find, and (`typed`) the rest.
 
     With `news`, a dated clause that moves the user's employer or home from its day is kept
     as the new value too (`_lasting`); not beside a forget request, where a day says why.
+    So is the whole sentence when the model reads it as such a move (`moving`, its reading
+    without its day) and no clause said the new value: "Huge news, I took an offer as a
+    paralegal at a firm in town, first day Monday" is cut at its comma, and neither part says
+    both.
     """
     # A tentative clause states nothing ("我下个月可能要去上海出差"); the firm one said with
     # it still does ("，我住在杭州"), and the sentence is no longer one update or correction.
@@ -724,7 +729,7 @@ def _statements(
         # ("下周一开始去新公司上班了", read as a plan).
         kept = [cand for cand in found if cand is not None]
         moves = [_lasting(c, cand, now) for c, cand in zip(clauses, found, strict=True) if news]
-        return kept + [m for m in moves if m is not None]
+        return _with_move(sentence, kept + [m for m in moves if m is not None], moving, now)
     # A correction is one statement: "Sorry, I'm 39, not 38" cut at its commas would keep
     # "not 38" as a statement of its own. So is news of a value the user has one of that no
     # pattern typed: "I left the big four job, starting at Fernway on Monday" is the new
@@ -734,7 +739,7 @@ def _statements(
     )
     if firm and reading.intent == "update" and (slot_news or not any(found)):
         whole = _from_reading(sentence, reading, now, context)
-        return [whole] if whole is not None else []
+        return _with_move(sentence, [whole] if whole is not None else [], moving, now)
     missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
     # A clause about nothing by itself is read together with its sentence (`in_context`):
@@ -764,7 +769,17 @@ def _statements(
         if cand is not None:
             out.append(cand)
     moves = [_lasting(c, cand, now) for c, cand in zip(clauses, found, strict=True) if news]
-    return out + [m for m in moves if m is not None]
+    return _with_move(sentence, out + [m for m in moves if m is not None], moving, now)
+
+
+def _with_move(
+    sentence: str, found: list[CandidateMemory], moving: Reading | None, now: datetime
+) -> list[CandidateMemory]:
+    """Return `found` and the slot news of the move `moving` reads, if no clause said it."""
+    news = _moved_to(sentence, moving, now) if moving is not None else None
+    if news is None or any(slot_of(c.subject) == slot_of(news.subject) for c in found):
+        return found
+    return [*found, news]
 
 
 def _lasting(clause: str, cand: CandidateMemory | None, now: datetime) -> CandidateMemory | None:
@@ -775,23 +790,32 @@ def _lasting(clause: str, cand: CandidateMemory | None, now: datetime) -> Candid
     day after it began, and the old one answered "where do I work?" again. The `moves` head
     tells such a clause from a one-off there ("a job interview on Friday", a team outing, a
     flat viewing) and from a change at the same job (a new manager, new shifts). It is then
-    also kept as the news of its family's slot (the employer, or the home, whichever the
-    family head puts first), in the user's words with its day: it replaces the old value.
+    also kept as the news of its family's slot (`_moved_to`).
     """
-    if cand is None or cand.kind != "event":
+    if cand is None or cand.kind != "event" or find_date(clause, now) is None:
         return None  # what the clause's day makes
-    mention = find_date(clause, now)
     said = read_utterance(without_date(clause))  # what changes, not when (`without_date`)
-    if mention is None or not said.moves:
-        return None
+    return _moved_to(clause, said, now) if said.moves else None
+
+
+def _moved_to(text: str, said: Reading, now: datetime) -> CandidateMemory | None:
+    """Return the news of the slot a move the model reads in `text` changes, or None.
+
+    The employer or the home, whichever the family head puts first, in the user's words
+    with the move's day when it has one: it replaces the old value. None when it is said of
+    someone else ("my wife starts at the bank on Monday"), which is filed under the person.
+    """
     home = probability_of(said, "home") > probability_of(said, "work")
     moved = replace(said, intent="update", kind="fact", family="home" if home else "work")
-    news = _from_reading(clause, moved, now)
+    news = _from_reading(text, moved, now)
     if news is None or slot_of(news.subject) is None:
-        return None  # said of someone else ("my wife starts at the bank on Monday")
+        return None
+    mention = find_date(text, now)
+    if mention is None:
+        return news
     day = mention.day.isoformat()
     content = news.content.rstrip("。.")
-    dated = f"{content}（{day}）。" if has_cjk(clause) else f"{content} ({day})."
+    dated = f"{content}（{day}）。" if has_cjk(text) else f"{content} ({day})."
     return news.model_copy(update={"content": dated})
 
 
@@ -857,9 +881,15 @@ def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[
     跟导师开组会" (`memory.understanding.updates`); None when no one memory is clearly it.
     """
     # What is said of one relative changes nothing said of another (mum's birthday is no
-    # news of the sister's name).
+    # news of the sister's name), and what is said of a relative alone nothing of the
+    # user's own ("my husband got a new job at Tesco" is no news of the user's employer).
     who = relation_in(sentence)
-    mine = [k for k in known if who is None or _relative(k[1]) in (None, who)]
+    opening = _OTHER_PERSON.search(sentence)  # "my husband", "我老公": the 我 is no speaker
+    theirs = opening is not None and not _THE_USER.search(sentence[opening.end() :])
+    mine = [
+        k for k in known
+        if who is None or _relative(k[1]) == who or (_relative(k[1]) is None and not theirs)
+    ]  # fmt: skip
     at = changed_record(sentence, reading.family, [(subject, c) for _, subject, c in mine])
     return None if at is None else (mine[at][0], mine[at][1])
 
@@ -1042,9 +1072,31 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         # sentence (`_statements`): "Sesame wrecks me." before "My throat gets tight." is health.
         whole = readings.pop()
         readings = [in_context(r, whole) for r in readings]
+    # Whether each sentence, and the message, says the user's employer or home changes: read
+    # without its day, as the `moves` head was fitted (`_lasting`), and with it. A sentence
+    # is read whole where the head was fitted with clauses: read either way alone, a new
+    # e-bike for the commute or a ceremony fixed for a day was a move; and one with no day
+    # must read as an update, or "我住在杭州，在一家银行上班" is one. A move said in
+    # several sentences is one piece of news ("new job as of this week! I'm at a timber yard
+    # out in Parramatta now", "终于搬完了！现在住滨江"): no sentence alone says both.
+    pieces = [*sentences, text] if len(sentences) > 1 else sentences
+    undated = [
+        r
+        if said.moves and (said.intent == "update" or find_date(t, now))
+        else replace(r, moves=False)
+        for t, r, said in zip(
+            pieces,
+            read_utterances([without_date(t) for t in pieces]),
+            read_utterances(pieces),
+            strict=True,
+        )
+    ]
+    moving = len(sentences) > 1 and undated[-1].moves and whole.intent in (*_STATES, "plan")
+    if moving and not any(forget_requests(sentence) for sentence in sentences):
+        sentences, readings, undated = [text], [whole], [undated[-1]]
     context = ""
     asking = False
-    for sentence, reading in zip(sentences, readings, strict=True):
+    for sentence, reading, alone in zip(sentences, readings, undated, strict=False):
         asked = forget_requests(sentence)
         if asked:
             out.forget.extend(asked)
@@ -1087,7 +1139,13 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
                 []
                 if news
                 else _statements(
-                    sentence, reading, now, typed=typed, context=context, news=not asking
+                    sentence,
+                    reading,
+                    now,
+                    typed=typed,
+                    context=context,
+                    news=not asking,
+                    moving=alone if alone.moves and not asking else None,
                 )
             )
             if reading.intent == "update" and listed and not asking:

@@ -423,7 +423,8 @@ _TOPIC_FIRST_EN = re.compile(
     r"^(?:(?:and|also|oh|plus|ok|okay|so)\s+)*(?P<q>.+?)\s*[,—–:;-]+\s*"
     r"(?:(?:please|pls|can you|could you|just|and|also)\s+)*"
     r"(?:forget|delete|drop|remove|erase|wipe|scratch|clear)\s+"
-    r"(?:that|it|this|those|them)(?:\s+(?:too|as well|also|please|from (?:your )?memory))*$",
+    r"(?:that|it|this|those|them)(?:\s+(?:out|off|away))?"
+    r"(?:\s+(?:too|as well|also|please|from (?:your )?memory))*$",
     re.I,
 )
 # The topic first, with no 把 (`_FORGET_ZH` reads those), asked ("我周末打球那个也删掉呗");

@@ -27,9 +27,9 @@ from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
 from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn, normalize_text
 from memory.summary import ThreadSummary
-from memory.text.asking import only_asks_for_help, split_sentences
+from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.phrases import Phrase, key_phrase, said_phrase, states
-from memory.text.statements import Statement, split_message, split_text
+from memory.text.statements import Statement, parts_of, split_message, split_text
 from memory.understanding import read_utterance, read_utterances
 
 LATEST_STATEMENTS = 6
@@ -401,6 +401,16 @@ def archivable(
                 colon = min((sentence.find(c) for c in ":：" if c in sentence), default=-1)
                 quoted = [st for st in inside[1:] if 0 <= colon < sentence.find(st.text[:4])]
                 why |= {inside[0].id, *(st.id for st in quoted)} - stated
+    # A message that asks as a whole states nothing by its clauses ("我妈下个月过生日，送她点
+    # 啥好呢？", "周末去爬山穿哪种鞋好，鞋底软一点的那种"): kept raw, what
+    # the question gives as its context would crowd out what the user said of themself.
+    # Only one with a part that is a question by its form too: a request for help says what
+    # follows it on its own ("help me pick a restaurant, I'm allergic to kiwi" keeps it).
+    asking = {
+        m.message_id for m, r in zip(said, read_utterances([m.text for m in said]), strict=True)
+        if r.asks and any(asks_by_form(part) for part in parts_of(m.text))
+    }  # fmt: skip
+    why |= {st.id for st in statements if st.message_id in asking} - stated
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
     return [

@@ -53,6 +53,29 @@ async def test_small_talk_is_not_kept_raw(index: object) -> None:
     assert "My cat Pixel is sixteen." in kept
 
 
+async def test_what_a_question_gives_as_its_context_is_not_kept_raw(index: object) -> None:
+    # The clauses of a message that asks as a whole, none of which is a memory, would come
+    # back for later questions near them and crowd out what the user said of themself.
+    store = InMemoryStore()
+    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)  # type: ignore[arg-type]
+    for text in (
+        "周末去爬山穿哪种鞋好，鞋底软一点的那种",
+        "我妈下个月过生日，送她点啥好呢？",
+        "My cat Pixel is sixteen.",
+    ):
+        await graph.ainvoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": "t1"}},
+            context=Context(user_id="u"),
+        )
+    kept = " | ".join(
+        r.content
+        for r in MemoryService(store, index).list("u", include_turns=True)  # type: ignore[arg-type]
+    )
+    assert "鞋底软" not in kept and "我妈下个月过生日" not in kept, kept
+    assert "Pixel" in kept, kept
+
+
 def test_that_means_the_latest_statement_to_remember_not_a_request_after_it() -> None:
     from memory.store.records import check_user_id
     from memory.turn import Said, latest_statements, statements_of

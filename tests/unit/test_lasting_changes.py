@@ -49,6 +49,54 @@ async def test_a_move_from_a_day_is_kept_past_it_and_ends_the_old_value(
 
 
 @pytest.mark.parametrize(
+    ("before", "after", "old", "new"),
+    [
+        (
+            "I work at a hardware store in Penrith",
+            "new job as of this week! I'm at a timber yard out in Parramatta now",
+            "hardware store",
+            "timber yard",
+        ),
+        ("我家在西湖区那边", "终于搬完了！现在住滨江，离公司近多了", "西湖区", "滨江"),
+        (
+            "I'm a receptionist at the dental practice on Elm Road",
+            "Huge news, I took an offer as a paralegal at a firm in town, first day Monday",
+            "dental practice",
+            "paralegal",
+        ),
+    ],
+)
+async def test_a_move_said_in_several_parts_is_one_piece_of_news(
+    offline_session: Session, before: str, after: str, old: str, new: str
+) -> None:
+    # No part says both that it changed and what to: the message is read as one.
+    s = offline_session
+    await s.turn("noor", "noor-1", before)
+    res = await s.turn("noor", "noor-2", after)
+    live = await _live(s, "noor")
+    assert any(new in c and not expires for _, c, expires in live), (live, res.saved)
+    assert not any(old in c for _, c, _ in live), live
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "kept"),
+    [
+        ("I work at a garden centre in Leeds", "my husband got a new job at Tesco!", "garden"),
+        ("I live in Leeds", "my daughter finally moved out, she's in Bristol now", "Leeds"),
+        ("我在一家书店上班", "我老公换工作了，现在在银行上班", "书店"),
+    ],
+)
+async def test_news_of_a_relative_ends_nothing_of_the_users_own(
+    offline_session: Session, mine: str, theirs: str, kept: str
+) -> None:
+    s = offline_session
+    await s.turn("ravi", "ravi-1", mine)
+    res = await s.turn("ravi", "ravi-2", theirs)
+    live = await _live(s, "ravi")
+    assert any(kept in c for _, c, _ in live), (live, res.saved)
+
+
+@pytest.mark.parametrize(
     ("first", "one_off", "kept"),
     [
         ("I work at a garden centre in Leeds", "got a job interview on Friday", "garden centre"),

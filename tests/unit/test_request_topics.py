@@ -37,6 +37,21 @@ def test_a_topic_said_before_the_request_is_the_topic() -> None:
 
 
 @pytest.mark.parametrize(
+    ("said", "topic"),
+    [
+        ("I'd sooner you didn't hold on to my work address, clear that out", "work address"),
+        ("the salsa classes, wipe it off too", "salsa classes"),
+    ],
+)
+def test_a_topic_before_a_request_with_a_particle_is_not_what_was_just_said(
+    said: str, topic: str
+) -> None:
+    # "clear that out" after the topic points back at it, not at the last statement.
+    (found,) = forget_requests(said)
+    assert not is_deictic(found.query) and topic in forget_words(found), found
+
+
+@pytest.mark.parametrize(
     ("query", "deictic"),
     [
         ("what I just said, the date isn't fixed yet", True),
