@@ -894,6 +894,29 @@ def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[
     return None if at is None else (mine[at][0], mine[at][1])
 
 
+def _swapped(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:
+    """Return `(id, subject)` of the one thing listed that a statement says was replaced.
+
+    "Finally sold the hatchback, we've got a little EV now" shares no word with "I drive a
+    2012 Honda Jazz" and reads as remembered, not as an update: the `swaps` head reads the
+    replacement, the `things` head what kind of thing it is and of what is listed. The one
+    thing of that kind the user is listed with is what it replaces; of two (a car and a
+    van), neither. A relative's new thing replaces nothing of the user's.
+    """
+    if not reading.swaps or reading.thing == "other":
+        return None
+    opening = _OTHER_PERSON.search(sentence)
+    if opening is not None and not _THE_USER.search(sentence[opening.end() :]):
+        return None
+    mine = [
+        k for k in known
+        if not k[1].startswith(("event.", TURN_SUBJECT)) and _relative(k[1]) is None
+    ]  # fmt: skip
+    kinds = read_utterances([record_text(content) for _, _, content in mine]) if mine else []
+    same = [k for k, r in zip(mine, kinds, strict=True) if r.thing == reading.thing]
+    return (same[0][0], same[0][1]) if len(same) == 1 else None
+
+
 def _news(sentence: str, reading: Reading, known: Sequence[Known]) -> bool:
     """Return True if a statement the model reads as remembered moves a remembered routine.
 
@@ -945,9 +968,15 @@ def _moved(
 
 
 def _changes(
-    sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
+    sentence: str,
+    reading: Reading,
+    found: list[CandidateMemory],
+    known: Sequence[Known],
+    old: tuple[str, str] | None = None,
 ) -> list[CandidateMemory]:
     """Return an update's candidates, the memory it changes by meaning named on one of them.
+
+    `old` is `(id, subject)` of the memory it changes when already known (`_swapped`).
 
     A statement filed under a slot ("User lives in Bath") replaces its slot by itself;
     another typed value (a moved event's date, a number) carries the update; with none, it is
@@ -959,7 +988,7 @@ def _changes(
     # go over the memory they are clearly about (the role), when one is.
     if any(slot_of(c.subject) is not None and not in_users_words(c.content) for c in found):
         return found
-    old = _meant_by(sentence, reading, known)
+    old = old or _meant_by(sentence, reading, known)
     if old is None:
         return found
     # A moved date carries the update of what is remembered as dated; a date found in a
@@ -1119,7 +1148,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
         # keeping stuff about my dog" moved another event to last week).
         firm = not _TENTATIVE.search(sentence)  # else only its firm clauses state anything
         news = firm and bool(known) and not asking and _news(sentence, reading, known)
-        if news:
+        swapped = _swapped(sentence, reading, known) if firm and not (news or asking) else None
+        if news or swapped is not None:
             reading = replace(reading, intent="update")
         # A plan is often said with the situation it comes from ("计划明年春天去新疆自驾，我有
         # 辆二手的途观"): its clauses are read each on its own, and a statement is kept.
@@ -1149,7 +1179,7 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
                 )
             )
             if reading.intent == "update" and listed and not asking:
-                found = _changes(sentence, reading, found, listed)
+                found = _changes(sentence, reading, found, listed, swapped)
             elif firm and listed and not asking:
                 found = _moved(sentence, reading, found, listed)
         if asking:

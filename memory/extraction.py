@@ -336,6 +336,11 @@ _RETRACT_EN = re.compile(
     r"|that's private,? (?:don't|do not) (?:remember|keep|store) it)$",
     re.I,
 )
+# "forget what I just said, …": what it names is the statement before it (a closed class).
+_JUST_SAID_EN = re.compile(
+    r"(?i)^(?:what|the (?:thing|bit|last thing|last bit)(?: that)?) i (?:just |literally just )?"
+    r"(?:said|told you|mentioned|wrote)(?: (?:just now|there|a sec ago|a second ago))?$"
+)
 _ZH_LEAD = (
     r"^(?:(?:请问|请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有"
     r"|哎呀|哎|唉|诶|欸|嗯|噢|哦|呃|对了)[，, ]*)*"
@@ -399,7 +404,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
             continue
         # "刚才那句不算，我女儿还没同意，你先别记着": what it names is what was just said.
         first = _REASON_BREAK.split(m["q"] or "", maxsplit=1)[0]
-        if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first):
+        if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first) or _JUST_SAID_EN.match(first):
             return ForgetRequest(query=that)
         topic = _FROM_NOTES.sub("", TOLD.sub("", trim_phrase(topic_clause(m["q"] or ""))))
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
@@ -480,6 +485,11 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     """
     reading = read_utterance(sentence)
     found = forget_span(sentence)
+    # An interjection first ("Oh god, forget what I just said, …", "哎呀，…"): the request
+    # is what follows it.
+    opening, *rest = _REASON_BREAK.split(sentence.strip(), maxsplit=1)
+    if found is None and rest and _is_filler(opening) and forget_span(rest[-1]) is not None:
+        return forget_requests(rest[-1])
     # Said first, then why ("wait, forget that, Jo can't come"): both heads read the request.
     head = _REASON_BREAK.split(sentence.strip(), maxsplit=1)[0]
     if found is None and reading.intent != "forget" and head != sentence.strip():

@@ -168,6 +168,10 @@ class Reading:
     """Whether a dated statement says the user's own employer or home changes from that day
     ("I start at the planning office on Monday"), not a one-off there ("a job interview on
     Friday"): the `moves` head at its threshold (`UnderstandingModel.moves_threshold`)."""
+    swaps: bool = False
+    """Whether it says a thing of the user's was replaced by a new one of its kind ("sold the
+    hatchback, we've got an EV now"), not trouble with it, a second one or someone else's:
+    the `swaps` head at its threshold (`UnderstandingModel.swaps_threshold`)."""
     thing: str = "other"
     """The kind of thing it is about, where a user names it by a make, a breed or a place and
     forgets it by a general word ("I drive a silver Mazda 3", "my car": `vehicle`): the
@@ -250,6 +254,9 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 moves="moves" in probs
                 and float(probs["moves"][i][model.heads["moves"].labels.index("moves")])
                 >= model.moves_threshold,
+                swaps="swaps" in probs
+                and float(probs["swaps"][i][model.heads["swaps"].labels.index("swaps")])
+                >= model.swaps_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

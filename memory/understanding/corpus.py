@@ -51,6 +51,13 @@ drive a silver Mazda 3" and "my car": `vehicle`): `pet`, `vehicle`, `device`, `t
 `exercise`, or `other`. The things head's lines (`memory.understanding.train.fit_things`).
 Written for the project (MIT), in no split."""
 THING_LABELS = ("pet", "vehicle", "device", "trip", "exercise", "other")
+SWAPS = ("swaps.en.txt", "swaps.zh.txt")
+"""Statements labelled `swaps` (the user's own thing replaced by a new one of its kind: "traded
+the old hatchback in for an EV", "旧手机开不了机了，换了台新的") or `other` (a thing's trouble or
+repair, a second one, someone else's, a wish to buy, a part replaced, what the user owns):
+the swaps head's lines (`memory.understanding.train.fit_swaps`). Written for the project
+(MIT), in no split."""
+SWAPS_LABELS = ("swaps", "other")
 ASKING = ("asking.en.txt", "asking.zh.txt")
 """Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
 labelled with the family of the user's facts a good answer depends on though the question
@@ -181,6 +188,11 @@ def read_moves(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
 def read_things(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
     """Return `(text, language, label)` of every line of the `THINGS` sources."""
     return read_labelled(THINGS, THING_LABELS, directory)
+
+
+def read_swaps(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `SWAPS` sources."""
+    return read_labelled(SWAPS, SWAPS_LABELS, directory)
 
 
 def split(

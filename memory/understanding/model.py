@@ -64,6 +64,9 @@ class UnderstandingModel:
     things_threshold: float = 1.0
     """The `things` head's probability at which a text is about the kind of thing it reads
     (a pet, a vehicle, a device, a trip, exercise); 1.0 without the head."""
+    swaps_threshold: float = 1.0
+    """The `swaps` head's probability at which a statement says a thing of the user's was
+    replaced by a new one of its kind, chosen as the medicine head's is; 1.0 without it."""
 
     def span_floor(self, lang: str) -> float:
         """Return the span floor of a language (`memory.text.language.language_of`)."""
@@ -91,6 +94,7 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "food_threshold": model.food_threshold,
         "moves_threshold": model.moves_threshold,
         "things_threshold": model.things_threshold,
+        "swaps_threshold": model.swaps_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -117,6 +121,7 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         float(meta.get("food_threshold", 1.0)),
         float(meta.get("moves_threshold", 1.0)),
         float(meta.get("things_threshold", 1.0)),
+        float(meta.get("swaps_threshold", 1.0)),
     )
 
 

@@ -30,6 +30,7 @@ from memory.understanding.corpus import (
     read_medicine,
     read_moves,
     read_sources,
+    read_swaps,
     read_things,
 )
 
@@ -41,7 +42,14 @@ def test_the_fresh_set_is_in_no_corpus_split(name: str) -> None:
     corpus = {u.text for u in read_sources()} | {u.text for u in read_sources(names=TRAIN_ONLY)}
     corpus |= {u.text for u in read_sources(names=TRAPS)}
     corpus |= {
-        text for text, _, _ in [*read_medicine(), *read_food(), *read_moves(), *read_things()]
+        text
+        for text, _, _ in [
+            *read_medicine(),
+            *read_food(),
+            *read_moves(),
+            *read_things(),
+            *read_swaps(),
+        ]
     } | {u.text for u in read_sources(names=(*ASKING, *ASKED))}
     for part in (load_fresh(name)[lang] for lang in ("en", "zh")):
         said = [*part["statements"], *part["forgets"], *part["distractors"]]

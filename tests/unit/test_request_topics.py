@@ -75,3 +75,24 @@ async def test_taking_back_the_last_statement_with_a_reason(offline_session: Ses
     await s.turn("ola", "ola-1", "actually forget what I just said, it may fall through")
     kept = await kept_for(s, "ola")
     assert "beagle" not in kept and "kiwi" in kept, kept
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "Oh man, forget what I just said, the flat isn't ours yet and Priya would kill me",
+        "ugh, forget what I just said, nothing's signed and I don't want to jinx it",
+    ],
+)
+async def test_taking_back_what_was_just_said_after_an_interjection(
+    offline_session: Session, request_: str
+) -> None:
+    # Read whole, the reason made it news of the statement before: the request's own words
+    # were kept in its place.
+    s = offline_session
+    await s.turn("ida", "ida-1", "I'm allergic to kiwi.")
+    await s.turn("ida", "ida-1", "Me and Priya are buying a flat in Leith in the spring.")
+    await s.turn("ida", "ida-1", request_)
+    kept = await kept_for(s, "ida")
+    assert "Leith" not in kept and "jinx" not in kept and "kill me" not in kept, kept
+    assert "kiwi" in kept, kept

@@ -101,13 +101,14 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     model = load_model()
     meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
     heads = {"intent", "kind", "family", "target", "medicine", "food", "moves", "things"}
-    heads |= {"forget", "asked"}
+    heads |= {"forget", "asked", "swaps"}
     assert set(model.heads) == set(meta["labels"]) == heads
     assert set(model.heads["intent"].labels) == set(model.heads["forget"].labels) == set(INTENTS)
     assert model.heads["asked"].labels == model.heads["family"].labels
     assert model.heads["medicine"].labels == ("medicine", "other")
     assert model.heads["food"].labels == ("food", "other")
     assert model.heads["moves"].labels == ("moves", "other")
+    assert model.heads["swaps"].labels == ("other", "swaps")
     assert set(model.heads["things"].labels) == {
         "pet",
         "vehicle",
