@@ -874,6 +874,16 @@ def _relative(subject: str) -> str | None:
     return found[1] if found else None
 
 
+def _of_someone_else(sentence: str) -> bool:
+    """Return True if a sentence is said of someone else alone, not of the user too.
+
+    It opens with a relative or someone the user knows and says nothing of the user after
+    it ("my husband got a new phone"; in "我老公…" the 我 is no speaker).
+    """
+    opening = _OTHER_PERSON.search(sentence)
+    return opening is not None and not _THE_USER.search(sentence[opening.end() :])
+
+
 def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:
     """Return `(id, subject)` of the memory listed that an update changes, found by meaning.
 
@@ -884,8 +894,7 @@ def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[
     # news of the sister's name), and what is said of a relative alone nothing of the
     # user's own ("my husband got a new job at Tesco" is no news of the user's employer).
     who = relation_in(sentence)
-    opening = _OTHER_PERSON.search(sentence)  # "my husband", "我老公": the 我 is no speaker
-    theirs = opening is not None and not _THE_USER.search(sentence[opening.end() :])
+    theirs = _of_someone_else(sentence)
     mine = [
         k for k in known
         if who is None or _relative(k[1]) == who or (_relative(k[1]) is None and not theirs)
@@ -903,10 +912,7 @@ def _swapped(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[s
     thing of that kind the user is listed with is what it replaces; of two (a car and a
     van), neither. A relative's new thing replaces nothing of the user's.
     """
-    if not reading.swaps or reading.thing == "other":
-        return None
-    opening = _OTHER_PERSON.search(sentence)
-    if opening is not None and not _THE_USER.search(sentence[opening.end() :]):
+    if not reading.swaps or reading.thing == "other" or _of_someone_else(sentence):
         return None
     mine = [
         k for k in known
