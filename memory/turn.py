@@ -413,11 +413,20 @@ def archivable(
     why |= {st.id for st in statements if st.message_id in asking} - stated
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
+    # Of a message no memory was taken from, what the model reads as small talk or a question
+    # at all is no statement: "Translate 'good morning' into Japanese please" (a question, at
+    # 0.33) kept raw comes back for "Which language am I learning?". Of a message that said
+    # something, its asides stay with it ("…我妈生日是农历八月十五，刚好中秋").
+    said_something = {st.message_id for st in statements if st.id in stated}
     return [
         st
         for st, r in zip(kept, readings, strict=True)
         if st.id in stated
-        or not ((r.intent == "chitchat" and r.confidence >= SMALL_TALK) or r.asks)
+        or not (
+            (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
+            or r.asks
+            or (st.message_id not in said_something and r.intent in ("chitchat", "question"))
+        )
     ]
 
 

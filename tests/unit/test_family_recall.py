@@ -39,39 +39,49 @@ def test_a_question_about_a_family_brings_what_is_filed_under_it(service: Memory
     assert HOME not in [h.record.content for h in service.search("u", "Any good films?", 5)]
 
 
-async def test_small_talk_is_not_kept_raw(index: object) -> None:
+async def _kept_after(index: object, texts: tuple[str, ...]) -> list[str]:
+    """Say `texts` in one thread through the compiled graph; return all kept for the user."""
     store = InMemoryStore()
     graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)  # type: ignore[arg-type]
-    for text in ("Morning!", "lol ok", "晚安！", "My cat Pixel is sixteen."):
+    for text in texts:
         await graph.ainvoke(
             {"messages": [HumanMessage(text)]},
             {"configurable": {"thread_id": "t1"}},
             context=Context(user_id="u"),
         )
-    kept = [r.content for r in MemoryService(store, index).list("u", include_turns=True)]  # type: ignore[arg-type]
+    return [r.content for r in MemoryService(store, index).list("u", include_turns=True)]  # type: ignore[arg-type]
+
+
+async def test_small_talk_is_not_kept_raw(index: object) -> None:
+    kept = await _kept_after(index, ("Morning!", "lol ok", "晚安！", "My cat Pixel is sixteen."))
     assert not {"Morning!", "lol ok", "晚安！"} & set(kept), kept
     assert "My cat Pixel is sixteen." in kept
+
+
+async def test_what_the_model_reads_as_no_statement_is_not_kept_raw(index: object) -> None:
+    # Read as small talk or a question, though not surely, a message that says nothing of the
+    # user's would come back for questions near its words; said beside a statement, an aside
+    # stays with it.
+    said = (
+        "haha nice one mate",
+        "外面好冷啊今天",
+        "recipe for pancakes without eggs",
+        "My brother is called Tom, funny guy really",
+    )
+    kept = " | ".join(await _kept_after(index, said))
+    assert "nice one" not in kept and "好冷" not in kept and "pancakes" not in kept, kept
+    assert "Tom" in kept and "funny guy" in kept, kept
 
 
 async def test_what_a_question_gives_as_its_context_is_not_kept_raw(index: object) -> None:
     # The clauses of a message that asks as a whole, none of which is a memory, would come
     # back for later questions near them and crowd out what the user said of themself.
-    store = InMemoryStore()
-    graph = build_graph(InMemorySaver(), store, settings=Settings(), index=index)  # type: ignore[arg-type]
-    for text in (
+    said = (
         "周末去爬山穿哪种鞋好，鞋底软一点的那种",
         "我妈下个月过生日，送她点啥好呢？",
         "My cat Pixel is sixteen.",
-    ):
-        await graph.ainvoke(
-            {"messages": [HumanMessage(text)]},
-            {"configurable": {"thread_id": "t1"}},
-            context=Context(user_id="u"),
-        )
-    kept = " | ".join(
-        r.content
-        for r in MemoryService(store, index).list("u", include_turns=True)  # type: ignore[arg-type]
     )
+    kept = " | ".join(await _kept_after(index, said))
     assert "鞋底软" not in kept and "我妈下个月过生日" not in kept, kept
     assert "Pixel" in kept, kept
 
