@@ -1,7 +1,7 @@
 """The keyword rules the understanding model replaced, kept as the benchmark's baseline.
 
 `benchmarks/understanding.py` measures the trained model against these, in the same run:
-`rule_is_question` is the old `memory.extraction.is_question` (the question grammar alone,
+`rule_is_question` is the old `memory.requests.is_question` (the question grammar alone,
 with no model to rule out forget requests).
 """
 

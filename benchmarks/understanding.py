@@ -50,13 +50,9 @@ from _rules_baseline import FIRST_PERSON, rule_is_question  # noqa: E402
 
 from graphs.offline import plan_update  # noqa: E402
 from graphs.offline_rules import _clauses, _from_rules, extract_rules  # noqa: E402
-from memory.extraction import (  # noqa: E402
-    asks_by_form,
-    forget_requests,
-    forget_span,
-    split_sentences,
-)
 from memory.index.embeddings import make_embedder  # noqa: E402
+from memory.requests import forget_requests, forget_span  # noqa: E402
+from memory.text.asking import asks_by_form, split_sentences  # noqa: E402
 from memory.understanding import Reading, read_utterances  # noqa: E402
 from memory.understanding.corpus import (  # noqa: E402
     FAMILIES,

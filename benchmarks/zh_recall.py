@@ -55,8 +55,8 @@ from _locomo import (  # noqa: E402
 from locomo import Scores, memory_records  # noqa: E402
 
 from graphs.offline_rules import extract_rules  # noqa: E402
-from memory.extraction import asks_to_forget, is_question  # noqa: E402
 from memory.lexical.bm25 import STOP_WORDS, ZH_STOP_CHARS, BM25Index, tokenize  # noqa: E402
+from memory.requests import asks_to_forget, is_question  # noqa: E402
 from memory.store.records import Source  # noqa: E402
 
 REPO = C.REPO

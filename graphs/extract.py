@@ -11,8 +11,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 import prompts
 from graphs.messages import text_of
 from memory import Recalled
-from memory.extraction import Extraction, asks_to_forget, coerce_extraction, salvage_json
+from memory.extraction import Extraction, coerce_extraction, salvage_json
 from memory.recall.block import quote
+from memory.requests import asks_to_forget
 from memory.store.records import TURN_SUBJECT
 
 log = logging.getLogger(__name__)

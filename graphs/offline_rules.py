@@ -18,15 +18,9 @@ from datetime import datetime
 
 from memory.dates import find_date, is_date_phrase, statement_lean, without_date
 from memory.dates.recurring import recurring_fact
-from memory.extraction import (
-    MAX_CANDIDATES,
-    CandidateMemory,
-    Extraction,
-    forget_requests,
-    has_cjk,
-    trim_phrase,
-)
+from memory.extraction import MAX_CANDIDATES, CandidateMemory, Extraction, has_cjk, trim_phrase
 from memory.recall.aliases import PEOPLE, relation_in, relation_words
+from memory.requests import forget_requests
 from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
@@ -423,6 +417,20 @@ def _clauses(sentence: str) -> list[str]:
         else:
             out.append(part)
     return out
+
+
+def _asks_with_a_feeling(sentence: str) -> bool:
+    """Return True if a sentence asks, and its other clauses only say how the user feels.
+
+    "银行柜员以后会不会被机器取代啊，好担心" asks; read whole as an update, it ended what
+    the user does for a living. A clause the model is sure is small talk says nothing
+    (`Reading.small_talk`, the raw archive's bar).
+    """
+    parts = _clauses(sentence)
+    if len(parts) < 2 or not any(asks_by_form(p) for p in parts):
+        return False
+    readings = read_utterances(parts)
+    return all(asks_by_form(p) or r.small_talk for p, r in zip(parts, readings, strict=True))
 
 
 # A clause led by a third person ("…, his name is Biscuit", "…，她叫朵朵") says more of what
@@ -838,6 +846,11 @@ def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
         # "吃一口就过敏", read as asking at 0.5-0.6): only the words can ask.
         reading = replace(reading, intent="remember")
     if reading.family == "none":
+        if reading.intent == "update" and whole.intent != "update":
+            # A clause that names no subject cannot say which value changed; only its sentence
+            # can. "今年换了新招牌" (the shop's, read as an update) in a sentence about the
+            # user's shop would take the home slot from the sentence and end where they live.
+            reading = replace(reading, intent="remember")
         return in_context(reading, whole)
     if (
         reading.family in ("age", "name")
@@ -1139,6 +1152,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             continue
         if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
+        if _asks_with_a_feeling(sentence):
+            continue
         if only_asks_for_help(sentence) and not reading.plans:
             continue  # a request to the assistant, not a plan of the user's ("帮我把…翻成英文：…")
         if _HYPOTHETICAL.search(sentence) or all(

@@ -22,8 +22,9 @@ from graphs.messages import one_line, summarized_ids, text_of
 from graphs.models import ainvoke_structured
 from graphs.window import _turns as _split_turns
 from memory import MemoryService
-from memory.extraction import asks_to_forget, has_cjk
+from memory.extraction import has_cjk
 from memory.privacy import redact
+from memory.requests import asks_to_forget
 from memory.store.records import Source, check_user_id
 from memory.summary import ThreadSummary
 from memory.summary import attribute as attribute_summary

@@ -19,12 +19,13 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from memory.access import describe_refused
-from memory.extraction import Extraction, asks_to_forget, is_question
+from memory.extraction import Extraction
 from memory.lexical.bm25 import tokenize
 from memory.lifecycle import Change, describe_forget, forget_phrase, is_clause, is_deictic
 from memory.privacy.screen import describe as describe_withheld
 from memory.privacy.screen import find_sensitive, redact
 from memory.recall.search import Recalled
+from memory.requests import asks_to_forget, is_question
 from memory.store.records import MemoryRecord, Source, UserId, is_raw_turn, normalize_text
 from memory.summary import ThreadSummary
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
@@ -414,16 +415,16 @@ def archivable(
     kept = [st for st in kept if st.id not in why]
     readings = read_utterances([st.text for st in kept]) if kept else []
     # Of a message no memory was taken from, what the model reads as small talk or a question
-    # at all is no statement: "Translate 'good morning' into Japanese please" (a question, at
-    # 0.33) kept raw comes back for "Which language am I learning?". Of a message that said
-    # something, its asides stay with it ("…我妈生日是农历八月十五，刚好中秋").
+    # at all is no statement: "recipe for pancakes without eggs" (a question, at 0.38) kept
+    # raw would come back for "what can't I eat?". Of a message that said
+    # something, its asides stay with it ("…我爸生日是腊月初八，正好喝腊八粥").
     said_something = {st.message_id for st in statements if st.id in stated}
     return [
         st
         for st, r in zip(kept, readings, strict=True)
         if st.id in stated
         or not (
-            (r.intent == "chitchat" and r.confidence >= SMALL_TALK)
+            r.small_talk
             or r.asks
             or (st.message_id not in said_something and r.intent in ("chitchat", "question"))
         )
@@ -437,8 +438,6 @@ def _unstopped(statement: str) -> str:
 
 _TOPIC_CHARS = 2
 """The least letters a forget request's topic must have to keep a statement naming it out."""
-SMALL_TALK = 0.9
-"""The model's chit-chat probability above which a statement is not kept raw."""
 
 
 def scopes(changes: Sequence[Change]) -> dict[str, str]:

@@ -4,7 +4,7 @@ The understanding model (`memory.understanding`) reads what a sentence is; these
 checks are what every reader shares besides: a question mark, an auxiliary or a wh-word
 opening an English question, a Chinese question word or final particle. The extractor, the
 raw archive and the offline thread summary judge a question the same way
-(`memory.extraction.is_question` reads a whole message with them).
+(`memory.requests.is_question` reads a whole message with them).
 
 How a request is asked is here too: a polite tag at its end ("…, ok?", "…好吗？") asks
 nothing ("Let's keep my salary off the record, ok?" is a request: its question mark belongs
@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from memory.text.language import EMOJI, HAN, HAN_CHAR, NOT_AN_END
+from memory.text.statements import parts_of
 
 # An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
 # "can Anna"); followed by anything else it opens a statement ("Will is my brother", "Do
@@ -215,5 +216,9 @@ _ASKS_A_FAVOUR = re.compile(
 
 
 def asks_a_favour(sentence: str) -> bool:
-    """Return True if a sentence asks a favour ("Would you mind …", "能不能…"), not a question."""
-    return bool(_ASKS_A_FAVOUR.search(sentence))
+    """Return True if a sentence asks a favour ("Would you mind …", "能不能…"), not a question.
+
+    The favour may follow what it is about: "the stuff about my knee, could you not keep
+    that?" names its topic first, and its last part asks the favour.
+    """
+    return any(_ASKS_A_FAVOUR.search(part) for part in parts_of(sentence))

@@ -42,6 +42,10 @@ read as a question at 0.39 is a plan). At or above it, a sentence with no memory
 it asks: a request to the assistant ("Give me three tips for a job interview", "给我讲个冷笑
 话呗") states nothing about the user, for the extractor and for the raw archive alike."""
 
+SMALL_TALK = 0.9
+"""The model's chit-chat probability at or above which a part says nothing: not kept raw
+(`memory.turn.archivable`), and no statement beside a question (`graphs.offline_rules`)."""
+
 RECORD_KIND: dict[str, str] = {
     "fact": "fact",
     "preference": "preference",
@@ -151,7 +155,7 @@ class Reading:
     """The `forget` head's probability of forget: a head fitted with requests worded like a
     forget request that are none ("remove the last line from that card verse", "把上面那段第二
     句去掉") besides the intent head's lines. A request to take back "that" needs it
-    (`memory.extraction.forget_requests`)."""
+    (`memory.requests.forget_requests`)."""
     asked: str = "none"
     """For a question, the family of the user's facts a good answer depends on, though the
     question may not name it ("any good walks near me?": home), read by the `asked` head
@@ -181,6 +185,11 @@ class Reading:
     def asks(self) -> bool:
         """Return True if the model is sure enough the utterance asks (`QUESTION_CONFIDENCE`)."""
         return self.intent == "question" and self.confidence >= QUESTION_CONFIDENCE
+
+    @property
+    def small_talk(self) -> bool:
+        """Return True if the model is sure enough the utterance is small talk (`SMALL_TALK`)."""
+        return self.intent == "chitchat" and self.confidence >= SMALL_TALK
 
     @property
     def plans(self) -> bool:

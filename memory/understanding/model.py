@@ -48,7 +48,7 @@ class UnderstandingModel:
     """Probability the forget label needs to win (an ordinary statement must not forget)."""
     span_forget_floor: Mapping[str, float] = field(default_factory=lambda: {"en": 0.1, "zh": 0.1})
     """Per language, the forget probability a sentence worded as a request ("Please forget
-    that …") needs (`memory.extraction.forget_requests`): chosen out of fold on train and dev
+    that …") needs (`memory.requests.forget_requests`): chosen out of fold on train and dev
     (`memory.understanding.train.choose_span_floor`), never on test."""
 
     medicine_threshold: float = 1.0

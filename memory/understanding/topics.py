@@ -89,18 +89,22 @@ def by_meaning(
         The records and raw statements to forget, or `[]` when the words name no family, no
         message of theirs is near enough, or two are about as near.
     """
-    if not words.strip() or phrase_of(words, request=True).names:
-        return []  # a name ("Forget about Tomtom") is matched by its words only
+    if not words.strip():
+        return []
     units = _statements(records)
     if read_utterance(words).medicine:
         taken = _medicines(words, units)
         if taken:
             return [r for u in taken for r in u.records]
+    # A kind of thing is one whoever it is named with ("the trip I took after losing
+    # Douglas"): the one message of that kind.
     thing = read_utterance(words).thing
     if thing != "other":
         taken = _things(words, thing, units)
         if taken:
             return [r for u in taken for r in u.records]
+    if phrase_of(words, request=True).names:
+        return []  # a name ("Forget about Tomtom") is matched by its words only
     family = family or read_utterance(words).family
     if family not in FAMILY_PREFIX:
         return []

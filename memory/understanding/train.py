@@ -148,10 +148,10 @@ def out_of_fold_forget(
 
     Each utterance is read by an intent head fitted on the other folds (a fixed fold per
     position), sentence by sentence as the offline path reads it; "worded" is whether a
-    request's wording (`memory.extraction.forget_span`) finds a span in the sentence that
-    names something (`memory.extraction.names_something`).
+    request's wording (`memory.requests.forget_span`) finds a span in the sentence that
+    names something (`memory.requests.names_something`).
     """
-    from memory.extraction import forget_span, names_something
+    from memory.requests import forget_span, names_something
     from memory.text.asking import split_sentences
     from memory.understanding import read_utterances
 
@@ -258,7 +258,7 @@ def choose_span_floor(
 ) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
     """Return, per language, the forget probability a request's wording needs, and the scores.
 
-    The offline path takes a sentence worded as a request (`memory.extraction.forget_span`)
+    The offline path takes a sentence worded as a request (`memory.requests.forget_span`)
     for one when the model gives forget at least this. Chosen on train and dev out of fold
     (never on test), for each language on its own: the floor with the best forget F0.5 (a
     tie: the higher floor). F0.5, because an ordinary statement taken for a request loses

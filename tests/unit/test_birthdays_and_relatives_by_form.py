@@ -14,7 +14,7 @@ import pytest
 from agent.runner import Session
 from graphs.offline_rules import extract_rules
 from memory.dates.recurring import recurring_fact
-from memory.extraction import forget_requests
+from memory.requests import forget_requests
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from graphs.offline_rules import extract_rules, extractive_summary
-from memory.extraction import CandidateMemory, Extraction, split_sentences
+from memory.extraction import CandidateMemory, Extraction
 from memory.recall import ranking
 from memory.recall.search import Recall
 from memory.service import MemoryService
 from memory.store.records import Source
+from memory.text.asking import split_sentences
 
 NOW = datetime(2026, 11, 30, 9, tzinfo=UTC)
 

@@ -141,7 +141,7 @@ def test_that_can_point_at_a_plan() -> None:
 
 
 def test_a_polite_tag_does_not_make_a_forget_request_a_question() -> None:
-    from memory.extraction import forget_requests
+    from memory.requests import forget_requests
 
     for asked in (
         "Let's keep my salary off the record, ok?",

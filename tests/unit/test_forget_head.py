@@ -16,7 +16,7 @@ import pytest
 from agent.runner import open_session
 from graphs.settings import Settings
 from memory.backends import BackendConfig
-from memory.extraction import forget_requests
+from memory.requests import forget_requests
 
 NOT_REQUESTS = [
     "把刚才那封邮件开头那句删了，太啰嗦",

@@ -15,8 +15,9 @@ from graphs.offline_rules import extract_rules
 from memory.dates import find_date
 from memory.dates.grammar import find_yearly
 from memory.dates.recurring import recurring_fact
-from memory.extraction import Extraction, ForgetRequest, forget_requests
+from memory.extraction import Extraction, ForgetRequest
 from memory.recall.aliases import filed_as, relation_in
+from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.store.records import Source
 from memory.text.phrases import topic_clause

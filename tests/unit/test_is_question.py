@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.extraction import is_question
+from memory.requests import is_question
 
 ZH_QUESTIONS = [
     "我住在哪里？",

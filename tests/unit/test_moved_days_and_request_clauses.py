@@ -21,7 +21,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.extraction import forget_requests
+from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.text.asking import asks_by_form
 from memory.text.phrases import topic_clause

@@ -12,9 +12,10 @@ import pytest
 from fakes import save_said
 
 from graphs.offline_rules import extract_rules
-from memory.extraction import Extraction, ForgetRequest, forget_requests
+from memory.extraction import Extraction, ForgetRequest
 from memory.lifecycle import forget_phrase
 from memory.recall.aliases import KIN, RELATIONS, relation_in
+from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.store.records import Source
 from memory.text.phrases import states, topic_clause

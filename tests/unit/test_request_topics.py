@@ -12,8 +12,8 @@ import pytest
 from kept import kept_for
 
 from agent.runner import Session
-from memory.extraction import forget_requests
 from memory.lifecycle import is_deictic
+from memory.requests import forget_requests
 from memory.understanding.topics import forget_words
 
 
@@ -49,6 +49,48 @@ def test_a_topic_before_a_request_with_a_particle_is_not_what_was_just_said(
     # "clear that out" after the topic points back at it, not at the last statement.
     (found,) = forget_requests(said)
     assert not is_deictic(found.query) and topic in forget_words(found), found
+
+
+@pytest.mark.parametrize(
+    ("said", "topic"),
+    [
+        ("the bit about my pills i mentioned, can you not hold onto that? bit private", "pills"),
+        ("hey that thing about my ex i told u, could u not keep that", "my ex"),
+    ],
+)
+def test_a_topic_asked_of_as_a_favour_with_that_is_the_topic(said: str, topic: str) -> None:
+    # Asked as a favour after its topic, with a question mark or not, "that" is the topic
+    # named first, not the last statement.
+    (found,) = forget_requests(said)
+    assert not is_deictic(found.query) and topic in forget_words(found), found
+
+
+@pytest.mark.parametrize(
+    ("said", "subject"),
+    [
+        ("还有我对象那条，帮我删了吧，最近有点情况", "family.对象"),
+        ("and my other half's stuff, delete that too, things are rocky at work", "family.partner"),
+    ],
+)
+def test_a_relative_named_as_the_topic_is_the_subject_whatever_the_reason(
+    said: str, subject: str
+) -> None:
+    # Read whole, the reason pulls the request to another family; the topic names a partner.
+    (found,) = forget_requests(said)
+    assert found.subject == subject, found
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Hmm, would you mind discarding what I've just told you?",
+        "Sorry, could you disregard what I've just told you?",
+    ],
+)
+def test_what_was_just_said_asked_as_a_favour_after_an_interjection_is_that(said: str) -> None:
+    # The part after the interjection, read alone, is a question; the sentence is one request.
+    (found,) = forget_requests(said)
+    assert is_deictic(found.query), found
 
 
 @pytest.mark.parametrize(
@@ -96,3 +138,21 @@ async def test_taking_back_what_was_just_said_after_an_interjection(
     kept = await kept_for(s, "ida")
     assert "Leith" not in kept and "jinx" not in kept and "kill me" not in kept, kept
     assert "kiwi" in kept, kept
+
+
+async def test_a_kind_of_thing_named_with_someone_is_still_that_thing(
+    offline_session: Session,
+) -> None:
+    # "the holiday I took after losing Margaret" names a person; the words are read as a trip
+    # first, and the one trip remembered goes, not what else names her.
+    s = offline_session
+    for said in (
+        "My late wife Margaret loved the garden.",
+        "Last autumn I went on a river cruise down the Danube, my first holiday since she passed",
+        "I'm allergic to kiwi.",
+        "the holiday I took after losing Margaret, please let that go from your memory",
+    ):
+        await s.turn("ned", "ned-1", said)
+    kept = await kept_for(s, "ned")
+    assert "Danube" not in kept, kept
+    assert "loved the garden" in kept and "kiwi" in kept, kept

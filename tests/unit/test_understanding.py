@@ -13,7 +13,7 @@ import pytest
 
 from graphs.offline import OfflineChatModel
 from graphs.offline_rules import _from_reading, extract_rules
-from memory.extraction import forget_requests
+from memory.requests import forget_requests
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterances
 from memory.understanding.corpus import (
     ASKED,

@@ -21,7 +21,8 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
-from memory.extraction import ForgetRequest, _says_that, forget_requests
+from memory.extraction import ForgetRequest
+from memory.requests import _says_that, forget_requests
 from memory.service import MemoryService
 from memory.text.corrections import correction, says_value, with_new_value
 
@@ -256,7 +257,7 @@ def test_a_tentative_verb_phrase_joined_by_and_is_cut_off_the_firm_one() -> None
     ],
 )
 def test_a_forget_requests_topic_is_its_words_about_a_subject(text: str, query: str) -> None:
-    from memory.extraction import forget_requests
+    from memory.requests import forget_requests
 
     # Not the reason said with it (挺私人的), nor the words that only carry the request.
     assert [r.query for r in forget_requests(text)] == [query]

@@ -19,7 +19,8 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import _from_reading, extract_rules
 from graphs.settings import Settings
-from memory.extraction import CandidateMemory, Extraction, forget_requests
+from memory.extraction import CandidateMemory, Extraction
+from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.store.records import Source
 from memory.understanding import Reading, replaces_subject
@@ -165,3 +166,29 @@ async def test_a_corrected_day_supersedes_the_event_it_corrects(index: Any) -> N
     en = [r.content for r in await service.alist("en", include_turns=True)]
     assert [c for c in en if "last Friday" in c], en
     assert not [c for c in en if "Wednesday" in c], en
+
+
+@pytest.mark.parametrize(
+    ("text", "news"),
+    [
+        ("我们家的面馆开在钟楼旁边，今年换了新招牌", "今年换了新招牌"),
+        ("我们家的面馆开在钟楼旁边，叫老马面馆，今年换了新招牌，生意还行", "今年换了新招牌"),
+    ],
+)
+def test_news_of_no_named_subject_takes_no_slot_from_its_sentence(text: str, news: str) -> None:
+    # The clause, alone, reads as an update about nothing; its sentence is about the user's
+    # shop, read as home. Filed under the home slot, the shop's new sign ended where the user
+    # lives.
+    from memory.understanding import slot_of
+
+    known = [("r1", "profile.city", "用户住在西安曲江那边。")]
+    found = extract_rules(text, T0, known).memories
+    clause = [m for m in found if news in m.content]
+    assert clause and all(slot_of(m.subject) is None and not m.updates for m in clause), found
+
+
+@pytest.mark.parametrize("said", ["银行柜员以后会不会被机器取代啊，好担心"])
+def test_a_question_with_a_feeling_changes_nothing(said: str) -> None:
+    # Read whole as an update (the feeling is no question), it ended the user's job.
+    known = [("w1", "work.在一家银行做柜员", "用户说：在一家银行做柜员。")]
+    assert extract_rules(said, T0, known).memories == []
