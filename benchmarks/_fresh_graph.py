@@ -64,6 +64,8 @@ FRESH_SETS = {
     "fresh33": DATA / "understanding_fresh33.json",
     "fresh34": DATA / "understanding_fresh34.json",
     "fresh35": DATA / "understanding_fresh35.json",
+    "fresh36": DATA / "understanding_fresh36.json",
+    "fresh37": DATA / "understanding_fresh37.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -94,7 +96,8 @@ thirtieth and thirty-first were first run before any of the next stop's work, ke
 until about half of it was in, then read. The thirty-second and thirty-third were first run
 before any of the next stop's work and kept unread until the end of it (no change of
 behaviour landed in it). The thirty-fourth and thirty-fifth were first run before any of the
-next stop's work and kept unread until its first changes of behaviour were in, then read."""
+next stop's work and kept unread until its first changes of behaviour were in, then read; so
+were the thirty-sixth and thirty-seventh."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
