@@ -296,17 +296,8 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     # ("…the allotment. my brother wants it kept quiet") is not what is asked. The topic's
     # words are read on their own too, and a relative they name comes first: "还有我对象那条，
     # 帮我删了吧，最近有点情况" reads whole as about another family than its topic.
-    who = relation_in(query)
-    if (
-        subject is None
-        and reading.target == "family"
-        and who is not None
-        and "family"
-        in (
-            reading.family,
-            read_utterance(query).family,
-        )
-    ):
+    who = relation_in(query) if subject is None and reading.target == "family" else None
+    if who is not None and "family" in (reading.family, read_utterance(query).family):
         subject = f"{FAMILY_PREFIX['family']}.{who}"
     elif subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
         subject = FAMILY_PREFIX[reading.family]
@@ -322,6 +313,7 @@ def _named_first(sentence: str) -> str:
     parts = parts_of(sentence)[1:]
     if len(parts) < 2:
         return ""
+    # Forget the likelier reading of each (0.5, by hand, as `_says_that`).
     first, *rest = read_utterances(parts)
     if first.target != "family" or first.family not in FAMILY_PREFIX or first.forget < 0.5:
         return ""

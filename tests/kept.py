@@ -5,6 +5,7 @@ from __future__ import annotations
 from agent.runner import Session
 
 
-async def kept_for(session: Session, user: str) -> str:
-    """Return all that is kept for a user, raw statements included, as one text."""
-    return " | ".join(r.content for r in await session.service.alist(user, include_turns=True))
+async def kept_for(session: Session, user: str, *, include_turns: bool = True) -> str:
+    """Return all that is kept for a user as one text, raw statements included unless not."""
+    found = await session.service.alist(user, include_turns=include_turns)
+    return " | ".join(r.content for r in found)

@@ -12,13 +12,10 @@ one replace nothing.
 from __future__ import annotations
 
 import pytest
+from kept import kept_for
 
 from agent.runner import Session
 from memory.understanding import read_utterances
-
-
-async def _kept(s: Session, user: str) -> str:
-    return " | ".join(r.content for r in await s.service.alist(user))
 
 
 @pytest.mark.parametrize(
@@ -45,7 +42,7 @@ async def test_a_thing_replaced_ends_the_old_one(
     s = offline_session
     await s.turn("kai", "kai-1", before)
     res = await s.turn("kai", "kai-2", after)
-    kept = await _kept(s, "kai")
+    kept = await kept_for(s, "kai", include_turns=False)
     assert new in kept and old not in kept, (kept, res.saved)
 
 
@@ -64,7 +61,7 @@ async def test_trouble_a_second_thing_or_someone_elses_ends_nothing(
     s = offline_session
     await s.turn("lu", "lu-1", "I drive a 2009 Honda Jazz")
     await s.turn("lu", "lu-2", said)
-    assert "2009 Honda Jazz" in await _kept(s, "lu")
+    assert "2009 Honda Jazz" in await kept_for(s, "lu", include_turns=False)
 
 
 def test_the_swaps_head_reads_a_replacement_not_trouble_or_a_wish() -> None:
