@@ -96,8 +96,8 @@ def by_meaning(
         taken = _medicines(words, units)
         if taken:
             return [r for u in taken for r in u.records]
-    # A kind of thing is one whoever it is named with ("the trip I took after losing
-    # Douglas"): the one message of that kind.
+    # A kind of thing is one whoever it is named with ("the holiday I took after losing
+    # Margaret"): the one message of that kind.
     thing = read_utterance(words).thing
     if thing != "other":
         taken = _things(words, thing, units)
