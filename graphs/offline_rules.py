@@ -25,7 +25,7 @@ from memory.store.records import TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
-from memory.text.language import HAN_SPACE
+from memory.text.language import HAN, HAN_SPACE
 from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -83,6 +83,19 @@ def _cand(kind: str, subject: str, content: str, value: str | None, conf: float)
         value=value,
         confidence=conf,
     )
+
+
+MOVE_ODDS = 0.5
+"""The moves head's probability at which news of home takes the slot (`_subject`)."""
+STYLE = "profile.style"
+"""Where how the user wants to be answered is filed (the real model's prompt names it too)."""
+
+
+def _instruction(sentence: str) -> CandidateMemory:
+    """Return a standing instruction on how to answer the user, in their own words."""
+    said = trim_phrase(sentence)
+    content = f"用户要求：{said}。" if has_cjk(said) else f"User asked: {said}."
+    return _cand("preference", f"{STYLE}.{_slug(said)[:24]}", content, None, 0.9)
 
 
 def _like(verb: str, obj: str, zh: bool) -> CandidateMemory | None:
@@ -587,6 +600,9 @@ _OCCASION = re.compile(
 _THIRD_PERSON = re.compile(
     r"(?i)\b(?:he|she|his|her|hers|him|they|their|them|it|its|it's)\b|[他她它]|(?<!我)的名字"
 )
+# A name said of whoever opens the clause is theirs ("老大叫明明", "个仔叫阿豪"); the user's own
+# is said of no one else ("小名叫豆豆", "大家都叫我阿May").
+_NAMED_FIRST = re.compile(rf"^(?!我|本人|俺|咱)[{HAN}]{{1,5}}(?<![名号称])叫(?!我)")
 # What the user owns or knows is the subject, not the user ("我的健身教练叫李伟", "my trainer
 # is called Mike", "我家狗今年五岁"): its name or age is no value of the user's own.
 _POSSESSED = re.compile(
@@ -646,7 +662,7 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
             return f"family.{who}.{slug}" if who else f"people.{slug}"
         if of := relation_in(goes_on_from):
             return f"family.{of}.{slug}"
-        if _POSSESSED.search(clause):
+        if _POSSESSED.search(clause) or (reading.family == "name" and _NAMED_FIRST.search(clause)):
             return f"family.{who}.{slug}" if who else f"people.{slug}"
     if (
         (of := relation_in(goes_on_from))
@@ -666,13 +682,20 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
         return f"habit.{slug}"
     if who and (reading.family == "family" or _OTHER_PERSON.search(clause)):
         return f"family.{who}.{slug}"
-    if _OTHER_PERSON.search(clause):
+    if _of_someone_else(clause):  # "my doctor put me on statins" is the user's health
         return f"people.{slug}"
     # One value per user: a new age or name, or a move, replaces the one on record whatever
     # its words. A remark about home that is no move ("楼下新开了一家面包店") is not the city.
     if reading.family in ("age", "name"):
         return FAMILY_PREFIX[reading.family]
-    if reading.intent == "update" and reading.family in UPDATE_SUBJECT:
+    # Where the user lives changes on news of a move, likelier than not to the moves head,
+    # not on a trip read as news of home ("去年五月和老陈去了桂林，坐竹筏游漓江…", update at
+    # 0.69, a move at 0.07): that is a remark about home, as what is no update is.
+    if (
+        reading.intent == "update"
+        and reading.family in UPDATE_SUBJECT
+        and (reading.family != "home" or read_utterance(without_date(clause)).moving >= MOVE_ODDS)
+    ):
         if _SOMEONE_ELSE.search(clause) and not _THE_USER.search(clause):
             return f"people.{slug}"
         return UPDATE_SUBJECT[reading.family]  # the family's slot: it replaces the old value
@@ -1150,6 +1173,19 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             out.forget.extend(asked)
             asking = True
             continue
+        if reading.instructs and not asking:
+            # How the user wants to be answered from now on is theirs to keep, whatever it
+            # reads as besides (a plan, a request, a question by its form): filed under the
+            # profile, it is shown in every conversation (`memory.recall.search.pin`). What
+            # the food or medicine head reads in it is kept as that too ("whenever you plan my
+            # meals, mind I'm allergic to sesame" is an allergy, whatever else it is); no
+            # other family ("answer me in plain English, I'm not a techie" read as news of
+            # work took the employer's slot).
+            if len(out.memories) < MAX_CANDIDATES:
+                out.memories.append(_instruction(sentence))
+            if not (reading.food or reading.medicine):
+                context = sentence
+                continue
         if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
             continue  # what asks (by the model or by its form) states nothing
         if _asks_with_a_feeling(sentence):

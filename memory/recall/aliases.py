@@ -45,8 +45,14 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "younger brother": ((), ("弟弟", "小弟", "弟")),
     "older brother": ((), ("哥哥", "大哥", "哥")),
     "sibling": (("sibling",), ("兄弟姐妹",)),
-    "mother": (("mother", "mom", "mum", "mommy", "mummy", "mama"), ("妈妈", "母亲", "老妈", "妈")),
-    "father": (("father", "dad", "daddy", "papa"), ("爸爸", "父亲", "老爸", "老汉儿", "爸")),
+    "mother": (
+        ("mother", "mom", "mum", "mommy", "mummy", "mama"),
+        ("妈妈", "母亲", "老妈", "阿妈", "妈"),
+    ),
+    "father": (
+        ("father", "dad", "daddy", "papa"),
+        ("爸爸", "父亲", "老爸", "老汉儿", "老豆", "阿爸", "爸"),
+    ),
     "parents": (("parents",), ("爸妈", "父母")),
     "wife": (("wife", "missus", "wifey"), ("老婆", "妻子", "太太", "爱人", "媳妇儿", "媳妇")),
     "husband": (("husband", "hubby"), ("老公", "丈夫")),
@@ -57,8 +63,8 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "girlfriend": (("girlfriend", "gf"), ("女朋友", "女友")),
     "boyfriend": (("boyfriend", "bf"), ("男朋友", "男友")),
     "fiance": (("fiance", "fiancé", "fiancee", "fiancée"), ("未婚夫", "未婚妻")),
-    "son": (("son",), ("儿子",)),
-    "daughter": (("daughter",), ("女儿", "闺女")),
+    "son": (("son",), ("儿子", "个仔")),
+    "daughter": (("daughter",), ("女儿", "闺女", "个女")),
     "children": (("kid", "child", "children"), ("孩子",)),
     "grandson": (("grandson",), ("孙子", "外孙")),
     "granddaughter": (("granddaughter",), ("孙女", "外孙女")),
@@ -113,13 +119,17 @@ _KIN_WORD = {
     for w in words
 }
 _KIN_OF = {w: r for r in KIN for words in RELATIONS[r] for w in words}
-_ZH_LONG = "|".join(re.escape(w) for w in relation_words(True) if len(w) > 1)
+_AFTER_ONE = ("个女", "个仔")
+"""Cantonese "my daughter", "my son" (我个女): after a count word, no relative (一个女同事)."""
+_ZH_LONG = "|".join(
+    re.escape(w) for w in relation_words(True) if len(w) > 1 and w not in _AFTER_ONE
+)
 _ZH_SHORT = "".join(w for w in relation_words(True) if len(w) == 1)
 # One character (我姐, 他妈) is a relative after a pronoun or 的, or with no Han before it; after
 # a surname it is how a colleague is called (王姐, 李哥), not a sister or brother.
 _RELATION = re.compile(
     rf"(?i)\b({'|'.join(re.escape(w) for w in relation_words(False))})(?:'?s)?\b"
-    rf"|({_ZH_LONG}|(?:(?<=[我俺咱你他她的])|(?<![{HAN}]))[{_ZH_SHORT}])"
+    rf"|({_ZH_LONG}|(?:(?<=[我俺咱你他她的])|(?<![{HAN}]))(?:{'|'.join(_AFTER_ONE)}|[{_ZH_SHORT}]))"
 )
 
 
@@ -150,6 +160,23 @@ def filed_as(who: str) -> tuple[str, ...]:
     return tuple(
         dict.fromkeys([who, *(_KIN_WORD[w] for r in reach for ws in RELATIONS[r] for w in ws)])
     )
+
+
+# The user as one who does or has something ("what should I cook", "就我一个人"), not as the
+# owner of a relative ("my brother", 我弟弟: the relative's words, 我 with them, go first).
+_THE_USER = re.compile(
+    r"(?i)\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we'll|us)\b|[我俺咱](?![的们家])"
+)
+_OWNED = re.compile(rf"(?i)[我俺咱]?(?:{_RELATION.pattern.removeprefix('(?i)')})")
+
+
+def names_the_user(text: str) -> bool:
+    """Return True if a text speaks of the user besides any relative of theirs it names.
+
+    "What does my brother like to eat?" is about the brother alone; "My brother's over for
+    supper, what should I make?" and "老公不回来吃，就我一个人" are about the user too.
+    """
+    return bool(_THE_USER.search(_OWNED.sub(" ", text)))
 
 
 def relation_in(text: str) -> str | None:

@@ -8,6 +8,7 @@ it is returned, and a few "core" memories always worth knowing are pinned alongs
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -53,6 +54,11 @@ CANDIDATES = 200
 PINNED = 4
 """At most this many core memories are added to what a query recalls."""
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
+STYLE_SUBJECT = "profile.style."
+"""How the user wants to be answered (`graphs.offline_rules.STYLE`): core, in a group of its
+own, so an instruction never takes an allergy's place among the `PINNED`."""
+STYLE_PINNED = 2
+"""At most this many of the user's newest instructions are added besides."""
 ASKED_WITH = {"diet": ("health",), "travel": ("event",)}
 """What a question about a family also asks about (the prefixes of what is filed under it):
 a meal must avoid what the user's body does not take ("晚饭吃什么好？" reads as diet; "用户对
@@ -130,6 +136,8 @@ def pin(record: MemoryRecord) -> tuple[str, float] | None:
     """
     if KINDS[record.kind].pins and record.valid_from is not None:
         return "event", record.valid_from.timestamp()
+    if record.subject.startswith(STYLE_SUBJECT):
+        return "style", -record.updated_at.timestamp()
     if record.subject.startswith(CORE_SUBJECTS):
         return "core", -record.updated_at.timestamp()
     return None
@@ -379,7 +387,10 @@ class Recall:
         have = {rec.id for r in out for rec in r.shown}
         extra = [r for r in pinned if r.id in fresh and r.id not in gone and r.id not in have]
         may_read = self.reader.may_read
-        out += [Recalled(fresh[r.id], 0.0, "core") for r in extra if may_read(r)][:PINNED]
+        readable = [r for r in extra if may_read(r)]
+        style = [r for r in readable if r.subject.startswith(STYLE_SUBJECT)][:STYLE_PINNED]
+        core = [r for r in readable if not r.subject.startswith(STYLE_SUBJECT)][:PINNED]
+        out += [Recalled(fresh[r.id], 0.0, "core") for r in [*core, *style]]
         return out
 
     @staticmethod
@@ -430,19 +441,26 @@ class Recall:
                 and rec.is_recallable(now)
             )
 
+        # A meal the user cooks or eats too, whoever else is named ("my brother's over for
+        # supper, what should I make?", "老公不回来吃，就我一个人，吃啥好"), is the user's as
+        # much as theirs: the user's own limits come with what is filed under the relative.
+        # "What does my brother like to eat?" is about him alone.
+        shared = asked == MEAL and aliases.names_the_user(query)
+        found: dict[str, float | None] = {}
         if (who := aliases.relation_in(query)) is not None:
             # Of a relative, by any word for them ("闺女下个月过生日" for "我女儿…"), what is
             # filed under them is the answer (`filed_under`).
             ids = filed(tuple(f"{s}." for s in filed_under(f"{FAMILY_PREFIX['family']}.{who}")))
             if ids and len(ids) <= k:
-                return dict.fromkeys(ids, 1.0)
+                if not shared:
+                    return dict.fromkeys(ids, 1.0)
+                found.update(dict.fromkeys(ids, 1.0))
         if not family_prefixes(asked):
             return {}
-        if asked != "family" and (who is not None or someone):
+        if asked != "family" and (who is not None or someone) and not shared:
             return {}  # of someone else: a relative, or a name linked to one ("小雨爱好是啥")
         also = ASKED_WITH.get(asked, ())
 
-        found: dict[str, float | None] = {}
         for prefixes in [family_prefixes(asked), *((p,) for p in also)]:
             ids = filed(prefixes)
             if len(ids) > k:
@@ -451,7 +469,7 @@ class Recall:
             if also or probability_of(reading, asked, asked=True) >= SURE_OF_ONE:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
-        if asked == MEAL and who is None and not someone:
+        if asked == MEAL and (shared or (who is None and not someone)):
             kin = _eats(records, filed(family_prefixes("family")), now)
             readings = read_utterances([records[i].content for i in kin])
             found.update((i, nearness(r, reading)) for i, r in zip(kin, readings, strict=True))
@@ -481,22 +499,25 @@ class Recall:
     def _pinned(self, snap: UserIndex, now: datetime) -> list[MemoryRecord]:
         """Return the newest core memories (see `pin`) that can be shown, plus spares.
 
-        The spares stand in for any that the store re-check drops.
+        The spares stand in for any that the store re-check drops. The user's instructions
+        come besides, as many again as `STYLE_PINNED`.
         """
+
+        def newest(group: str, want: int) -> list[MemoryRecord]:
+            if group not in snap.pinned:
+                return []
+            live = (r for r in snap.pinned[group].between() if r.is_recallable(now))
+            return list(itertools.islice(live, want))
+
         want = PINNED * 2
-        found: list[MemoryRecord] = []
-        if "core" in snap.pinned:
-            for rec in snap.pinned["core"].between():
-                if rec.is_recallable(now):
-                    found.append(rec)
-                    if len(found) == want:
-                        break
+        found = newest("core", want)
         if "event" in snap.pinned:
             soon = snap.pinned["event"].between(
                 (now - timedelta(days=1)).timestamp(), (now + IMMINENT).timestamp()
             )
             found += [r for r in soon if r.is_recallable(now)]
-        return heapq.nlargest(want, found, key=lambda r: r.updated_at)
+        core = heapq.nlargest(want, found, key=lambda r: r.updated_at)
+        return core + newest("style", STYLE_PINNED * 2)
 
     def _may_link(
         self, user_id: UserId, ids: list[str], records: Mapping[str, MemoryRecord], now: datetime

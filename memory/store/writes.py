@@ -204,8 +204,11 @@ class MemoryWriter:
             changes.extend(step)
         named = [not is_deictic(r.query.strip(" .。!！")) for r in extraction.forget]
         for n, req in enumerate(extraction.forget):
-            if not named[n] and any(named[:n]):
-                continue  # "… my pet? I'd rather you didn't keep that": the request again
+            # "That" is one thing however often a message says it: "… my pet? I'd rather you
+            # didn't keep that" is the request again, and so is "Act like I never said it"
+            # after "scratch that" (read twice, it took the statement before the last too).
+            if not named[n] and n > 0:
+                continue
             records = self.reader.scan(user_id, include_inactive=True)
             targets = forget_targets(req, records, latest, context)
             # A topic ("forget about Kyoto") reaches every statement that names what the

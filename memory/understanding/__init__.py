@@ -172,10 +172,17 @@ class Reading:
     """Whether a dated statement says the user's own employer or home changes from that day
     ("I start at the planning office on Monday"), not a one-off there ("a job interview on
     Friday"): the `moves` head at its threshold (`UnderstandingModel.moves_threshold`)."""
+    moving: float = 0.0
+    """The `moves` head's probability that the user's own employer or home changes (read on
+    the text as given: the head was fitted on texts without their day, `without_date`)."""
     swaps: bool = False
     """Whether it says a thing of the user's was replaced by a new one of its kind ("sold the
     hatchback, we've got an EV now"), not trouble with it, a second one or someone else's:
     the `swaps` head at its threshold (`UnderstandingModel.swaps_threshold`)."""
+    instructs: bool = False
+    """Whether it tells the assistant how to answer the user from now on ("keep it brief, I
+    read these on the bus", "以后回答先说结论"), not how to answer once ("make that shorter"):
+    the `instructs` head at its threshold (`UnderstandingModel.instructs_threshold`)."""
     thing: str = "other"
     """The kind of thing it is about, where a user names it by a make, a breed or a place and
     forgets it by a general word ("I drive a silver Mazda 3", "my car": `vehicle`): the
@@ -263,9 +270,15 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 moves="moves" in probs
                 and float(probs["moves"][i][model.heads["moves"].labels.index("moves")])
                 >= model.moves_threshold,
+                moving=float(probs["moves"][i][model.heads["moves"].labels.index("moves")])
+                if "moves" in probs
+                else 0.0,
                 swaps="swaps" in probs
                 and float(probs["swaps"][i][model.heads["swaps"].labels.index("swaps")])
                 >= model.swaps_threshold,
+                instructs="instructs" in probs
+                and float(probs["instructs"][i][model.heads["instructs"].labels.index("instructs")])
+                >= model.instructs_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

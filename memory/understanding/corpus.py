@@ -58,6 +58,14 @@ repair, a second one, someone else's, a wish to buy, a part replaced, what the u
 the swaps head's lines (`memory.understanding.train.fit_swaps`). Written for the project
 (MIT), in no split."""
 SWAPS_LABELS = ("swaps", "other")
+INSTRUCTS = ("instructs.en.txt", "instructs.zh.txt")
+"""Messages labelled `instructs` (a standing instruction to the assistant on how to answer the
+user from now on: length, format, tone, language, jargon, units: "keep it brief from now on,
+I read these on the bus", "以后回答先说结论") or `other` (a request about one answer or one
+text, a question to the assistant, a statement about the user that mentions a language or a
+format, thanks): the instructs head's lines (`memory.understanding.train.fit_instructs`).
+Written for the project (MIT), in no split."""
+INSTRUCTS_LABELS = ("instructs", "other")
 ASKING = ("asking.en.txt", "asking.zh.txt")
 """Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
 labelled with the family of the user's facts a good answer depends on though the question
@@ -193,6 +201,11 @@ def read_things(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
 def read_swaps(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
     """Return `(text, language, label)` of every line of the `SWAPS` sources."""
     return read_labelled(SWAPS, SWAPS_LABELS, directory)
+
+
+def read_instructs(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `INSTRUCTS` sources."""
+    return read_labelled(INSTRUCTS, INSTRUCTS_LABELS, directory)
 
 
 def split(

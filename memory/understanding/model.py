@@ -67,6 +67,9 @@ class UnderstandingModel:
     swaps_threshold: float = 1.0
     """The `swaps` head's probability at which a statement says a thing of the user's was
     replaced by a new one of its kind, chosen as the medicine head's is; 1.0 without it."""
+    instructs_threshold: float = 1.0
+    """The `instructs` head's probability at which a message is a standing instruction on how
+    to answer the user, chosen as the medicine head's is; 1.0 without the head."""
 
     def span_floor(self, lang: str) -> float:
         """Return the span floor of a language (`memory.text.language.language_of`)."""
@@ -95,6 +98,7 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "moves_threshold": model.moves_threshold,
         "things_threshold": model.things_threshold,
         "swaps_threshold": model.swaps_threshold,
+        "instructs_threshold": model.instructs_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -122,6 +126,7 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         float(meta.get("moves_threshold", 1.0)),
         float(meta.get("things_threshold", 1.0)),
         float(meta.get("swaps_threshold", 1.0)),
+        float(meta.get("instructs_threshold", 1.0)),
     )
 
 

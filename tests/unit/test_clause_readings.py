@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from graphs.offline_rules import extract_rules, extractive_summary
 from memory.extraction import CandidateMemory, Extraction
 from memory.recall import ranking
@@ -97,6 +99,27 @@ def test_a_question_about_someone_elses_meals_lifts_none_of_the_users(
     assert not Recall._family_matches(records, asked, 5, NOW, someone=False)
     # the user's own supper still brings them
     assert Recall._family_matches(records, "What should I make for supper?", 5, NOW, someone=False)
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "My brother's over for supper on Friday, what should I make?",
+        "老公今晚不回来吃，就我一个人，吃点啥好？",
+    ],
+)
+def test_a_meal_the_user_shares_with_someone_lifts_the_users_own_limits(
+    service: MemoryService, asked: str
+) -> None:
+    _save(service, LIMITS + CHATTER)
+    service.save(
+        "u",
+        extract_rules("My brother is called Sam, he works at a bakery.", NOW),
+        Source(thread_id="t", said_at=NOW),
+    )
+    records = {r.id: r for r in service.list("u")}
+    lifted = {records[i].content for i in Recall._family_matches(records, asked, 5, NOW, False)}
+    assert "User is vegetarian." in lifted, lifted
 
 
 def test_ranking_ties_go_by_content_not_by_random_ids() -> None:

@@ -42,7 +42,26 @@ def test_the_name_of_someone_the_user_knows_is_not_the_users(text: str) -> None:
     assert "profile.name" not in subjects, subjects
 
 
-@pytest.mark.parametrize("text", ["我的名字叫小王", "My name is Lena", "我的英文名叫Jack"])
+@pytest.mark.parametrize(
+    ("text", "relative"),
+    [("个仔叫阿豪", "儿子"), ("我个女叫阿珊，喺香港读书", "女儿"), ("阿爸叫陈国强", "爸爸")],
+)
+def test_a_cantonese_word_for_a_relative_is_that_relative(text: str, relative: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert "profile.name" not in subjects, subjects
+    assert any(s.startswith(f"family.{relative}.") for s in subjects), subjects
+
+
+@pytest.mark.parametrize("text", ["老大叫乐乐，老二叫安安", "同桌叫王琳"])
+def test_a_name_said_of_whoever_opens_the_clause_is_theirs(text: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert subjects, text
+    assert "profile.name" not in subjects, subjects
+
+
+@pytest.mark.parametrize(
+    "text", ["我的名字叫小王", "My name is Lena", "我的英文名叫Jack", "大家都叫我阿杰"]
+)
 def test_the_users_own_name_is_still_the_users(text: str) -> None:
     subjects = [m.subject for m in extract_rules(text, NOW).memories]
     assert "profile.name" in subjects, subjects
@@ -93,3 +112,18 @@ async def test_forgetting_a_relative_takes_what_was_said_of_them(offline_session
     kept = await kept_for(s, "lin")
     assert "王磊" not in kept and "火锅店" not in kept, kept
     assert "芒果" in kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["My doctor put me on statins a while back.", "my teacher has me practising scales daily"],
+)
+def test_what_someone_does_to_the_user_is_the_users(text: str) -> None:
+    subjects = [m.subject for m in extract_rules(text, NOW).memories]
+    assert subjects, text
+    assert not any(s.startswith("people.") for s in subjects), subjects
+
+
+def test_what_someone_the_user_knows_does_alone_is_theirs() -> None:
+    subjects = [m.subject for m in extract_rules("My neighbour drives a red Tesla.", NOW).memories]
+    assert subjects and all(s.startswith("people.") for s in subjects), subjects

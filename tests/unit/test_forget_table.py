@@ -122,6 +122,26 @@ TOPIC = [
         gone=("Lyon",),
         kept=("vegetarian",),
     ),
+    # "That" said twice in one message is one request: the statement before the last one
+    # stays (each sentence was read as a request, and the second took the vinyl too).
+    Case(
+        "that-en-said-twice",
+        (
+            "I collect old vinyl records.",
+            "I drive a grey Volvo estate.",
+            "Scratch that. Act like I never said it.",
+        ),
+        "What do you know about my hobbies and my car?",
+        gone=("Volvo",),
+        kept=("vinyl",),
+    ),
+    Case(
+        "that-zh-said-twice",
+        ("我收藏老黑胶唱片。", "我开一辆灰色的沃尔沃。", "刚才那句不算。你就当我没说过。"),
+        "你知道我有什么爱好、开什么车吗？",
+        gone=("沃尔沃",),
+        kept=("黑胶",),
+    ),
     # The topic first, then the request with a pronoun for it, and a reason after it: the
     # topic goes, and the other statement stays.
     Case(

@@ -23,7 +23,7 @@ from memory.extraction import CandidateMemory, Extraction
 from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.store.records import Source
-from memory.understanding import Reading, replaces_subject
+from memory.understanding import Reading, replaces_subject, slot_of
 
 T0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
 
@@ -73,6 +73,21 @@ def test_a_remark_about_home_ends_no_other_remark() -> None:
     assert not replaces_subject("diet.avoid.pork", "diet.avoid.beef")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Spent a week in Crete last summer with the kids, the beaches were unreal",
+        "去年国庆和朋友去了趟厦门，鼓浪屿人多得要命",
+    ],
+)
+def test_a_trip_read_as_news_of_home_takes_no_slot(text: str) -> None:
+    # The intent head may read a trip as news of home (a place, "went"); the moves head does
+    # not read it as a move, and where the user lives stays where it was.
+    got = _from_reading(text, Reading("update", "fact", "home", "family", 0.9), T0)
+    assert got is not None and got.subject.startswith("home."), got
+    assert slot_of(got.subject) is None
+
+
 def test_a_correction_is_one_statement_filed_under_its_slot() -> None:
     for text, subject in (
         ("Sorry, I'm 39, not 38.", "profile.age"),
@@ -84,9 +99,12 @@ def test_a_correction_is_one_statement_filed_under_its_slot() -> None:
 
 
 def test_an_update_the_patterns_miss_is_filed_under_its_familys_slot() -> None:
-    for family, subject in (("work", "work.company"), ("home", "profile.city")):
+    for text, family, subject in (
+        ("These days I'm with Vandelay", "work", "work.company"),
+        ("These days I live over by Vandelay Street", "home", "profile.city"),
+    ):
         reading = Reading("update", "fact", family, "family", 0.9)
-        got = _from_reading("These days I'm with Vandelay", reading, T0)
+        got = _from_reading(text, reading, T0)
         assert got is not None and got.subject == subject
     # a remark that is no update stays a remark of its family
     remark = _from_reading(

@@ -1,0 +1,79 @@
+"""How the user wants to be answered from now on is a core memory (issue 22).
+
+"Keep it short from now on" said once must shape every later conversation: the offline
+path keeps it in the user's words under `profile.style` (the understanding model's
+`instructs` head), and recall shows it with any question, as a core memory. A request
+about one answer ("make that shorter") is no instruction to keep.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from graphs.offline_rules import STYLE, extract_rules
+from memory.recall.search import PINNED
+from memory.service import MemoryService
+from memory.store.records import Source
+
+NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
+
+
+def _styles(text: str) -> list[str]:
+    return [m.subject for m in extract_rules(text, NOW).memories if m.subject.startswith(STYLE)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "From now on, please answer me in plain English with no jargon, I'm not a techie.",
+        "whenever you give me recipes use grams not cups",
+        "以后跟我说话别用那么多术语，我看不懂",
+        "回答我的问题尽量简短点，三句话以内就行",
+    ],
+)
+def test_a_standing_instruction_is_kept_as_how_to_answer(text: str) -> None:
+    assert _styles(text), [m.subject for m in extract_rules(text, NOW).memories]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you make that last answer a bit shorter?",
+        "translate this into Spanish for me: see you tomorrow",
+        "我英语不太好，正在学",
+        "把上面这段改成表格吧",
+    ],
+)
+def test_a_request_about_one_answer_is_no_instruction(text: str) -> None:
+    assert not _styles(text), text
+
+
+def test_an_instruction_comes_with_any_question_as_a_core_memory(service: MemoryService) -> None:
+    said = "From now on, please answer me in plain English with no jargon, I'm not a techie."
+    service.save("u", extract_rules(said, NOW), Source(thread_id="t", said_at=NOW))
+    service.save(
+        "u", extract_rules("I play the trumpet in a brass band.", NOW), Source(thread_id="t")
+    )
+    got = service.search("u", "What's the difference between TCP and UDP?", 5, now=NOW)
+    # Shown whatever was asked: pinned as core when the question does not bring it.
+    assert any(h.record.subject.startswith(STYLE) for h in got), [h.record.subject for h in got]
+
+
+def test_an_instruction_takes_no_place_of_another_core_memory(service: MemoryService) -> None:
+    # Core memories are few (`PINNED`): an instruction said last must not push the user's
+    # allergy out of them, or a careless "keep it short" would hide "allergic to peanuts".
+    for said in (
+        "I'm allergic to peanuts.",
+        "I live in Leeds.",
+        "I'm vegetarian.",
+        "I'm allergic to penicillin.",
+        "I'm 41 years old.",
+        "From now on, please answer me in plain English with no jargon, I'm not a techie.",
+    ):
+        service.save("u", extract_rules(said, NOW), Source(thread_id="t", said_at=NOW))
+    got = service.search("u", "Best way to descale a kettle?", 3, now=NOW)
+    core = [h.record.subject for h in got if h.why == "core"]
+    assert any(s.startswith(STYLE) for s in core), core
+    assert len([s for s in core if not s.startswith(STYLE)]) == PINNED, core
