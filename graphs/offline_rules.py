@@ -21,7 +21,7 @@ from memory.dates.recurring import recurring_fact
 from memory.extraction import MAX_CANDIDATES, CandidateMemory, Extraction, has_cjk, trim_phrase
 from memory.recall.aliases import PEOPLE, relation_in, relation_words
 from memory.requests import forget_requests
-from memory.store.records import TURN_SUBJECT, normalize_text
+from memory.store.records import STYLE_SUBJECT, TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
@@ -87,15 +87,13 @@ def _cand(kind: str, subject: str, content: str, value: str | None, conf: float)
 
 MOVE_ODDS = 0.5
 """The moves head's probability at which news of home takes the slot (`_subject`)."""
-STYLE = "profile.style"
-"""Where how the user wants to be answered is filed (the real model's prompt names it too)."""
 
 
 def _instruction(sentence: str) -> CandidateMemory:
     """Return a standing instruction on how to answer the user, in their own words."""
     said = trim_phrase(sentence)
     content = f"用户要求：{said}。" if has_cjk(said) else f"User asked: {said}."
-    return _cand("preference", f"{STYLE}.{_slug(said)[:24]}", content, None, 0.9)
+    return _cand("preference", f"{STYLE_SUBJECT}{_slug(said)[:24]}", content, None, 0.9)
 
 
 def _like(verb: str, obj: str, zh: bool) -> CandidateMemory | None:

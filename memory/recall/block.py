@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory.store.records import MemoryRecord
+from memory.store.records import STYLE_SUBJECT, MemoryRecord
 
 BLOCK_OPEN = "<memories>"
 BLOCK_CLOSE = "</memories>"
@@ -20,6 +20,8 @@ def format_line(record: MemoryRecord) -> str:
     label: str = record.kind
     if record.kind == "event" and record.valid_from is not None:
         label = f"event on {record.valid_from.date().isoformat()}"
+    if record.subject.startswith(STYLE_SUBJECT):
+        label = "answer style"  # the system prompt says to follow these, and only these
     if record.conflict_group:
         label = f"{label} · CONFLICTS with another note on {record.subject}: ask the user"
     head = f"- [{label} · said {said} · {where} · confidence {record.confidence:.2f}]"

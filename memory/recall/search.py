@@ -28,6 +28,7 @@ from memory.store.locks import UserLocks
 from memory.store.reads import StoreReader
 from memory.store.records import (
     KINDS,
+    STYLE_SUBJECT,
     MemoryRecord,
     UserId,
     message_of,
@@ -54,11 +55,9 @@ CANDIDATES = 200
 PINNED = 4
 """At most this many core memories are added to what a query recalls."""
 CORE_SUBJECTS = ("profile.", "diet.", "health.")
-STYLE_SUBJECT = "profile.style."
-"""How the user wants to be answered (`graphs.offline_rules.STYLE`): core, in a group of its
-own, so an instruction never takes an allergy's place among the `PINNED`."""
 STYLE_PINNED = 2
-"""At most this many of the user's newest instructions are added besides."""
+"""At most this many of the user's newest instructions on how to answer (`STYLE_SUBJECT`) are
+added besides the `PINNED`, in a group of their own: never in an allergy's place."""
 ASKED_WITH = {"diet": ("health",), "travel": ("event",)}
 """What a question about a family also asks about (the prefixes of what is filed under it):
 a meal must avoid what the user's body does not take ("晚饭吃什么好？" reads as diet; "用户对

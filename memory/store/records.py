@@ -294,6 +294,9 @@ def turn_ids(record: MemoryRecord) -> list[str]:
 
 TURN_SUBJECT = "episode.turn."
 """Subject prefix of raw user turns kept word for word (`episode.turn.<thread>`)."""
+STYLE_SUBJECT = "profile.style."
+"""Subject prefix of how the user asked to be answered from now on ("keep it short"): a core
+memory of its own (`memory.recall.search.pin`), labelled as such in the memory block."""
 
 
 class MemoryRecord(BaseModel):

@@ -12,16 +12,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from graphs.offline_rules import STYLE, extract_rules
+from graphs.offline_rules import extract_rules
 from memory.recall.search import PINNED
 from memory.service import MemoryService
-from memory.store.records import Source
+from memory.store.records import STYLE_SUBJECT, Source
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
 
 def _styles(text: str) -> list[str]:
-    return [m.subject for m in extract_rules(text, NOW).memories if m.subject.startswith(STYLE)]
+    return [
+        m.subject for m in extract_rules(text, NOW).memories if m.subject.startswith(STYLE_SUBJECT)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -58,7 +60,9 @@ def test_an_instruction_comes_with_any_question_as_a_core_memory(service: Memory
     )
     got = service.search("u", "What's the difference between TCP and UDP?", 5, now=NOW)
     # Shown whatever was asked: pinned as core when the question does not bring it.
-    assert any(h.record.subject.startswith(STYLE) for h in got), [h.record.subject for h in got]
+    assert any(h.record.subject.startswith(STYLE_SUBJECT) for h in got), [
+        h.record.subject for h in got
+    ]
 
 
 def test_an_instruction_takes_no_place_of_another_core_memory(service: MemoryService) -> None:
@@ -75,5 +79,31 @@ def test_an_instruction_takes_no_place_of_another_core_memory(service: MemorySer
         service.save("u", extract_rules(said, NOW), Source(thread_id="t", said_at=NOW))
     got = service.search("u", "Best way to descale a kettle?", 3, now=NOW)
     core = [h.record.subject for h in got if h.why == "core"]
-    assert any(s.startswith(STYLE) for s in core), core
-    assert len([s for s in core if not s.startswith(STYLE)]) == PINNED, core
+    assert any(s.startswith(STYLE_SUBJECT) for s in core), core
+    assert len([s for s in core if not s.startswith(STYLE_SUBJECT)]) == PINNED, core
+
+
+async def test_an_instruction_is_labelled_for_the_model_to_follow(index: object) -> None:
+    # The system prompt tells the model to follow notes of one label only: the block must
+    # give an instruction that label in a new thread, whatever was asked.
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from graphs.context import Context
+    from graphs.memory_agent import build_graph
+    from graphs.settings import Settings
+    from prompts import load
+
+    graph = build_graph(InMemorySaver(), InMemoryStore(), settings=Settings(), index=index)  # type: ignore[arg-type]
+    said = "以后回答我的问题尽量简短点，三句话以内就行"
+    for thread, text in (("t1", said), ("t2", "How do I get red wine out of a carpet?")):
+        out = await graph.ainvoke(
+            {"messages": [HumanMessage(text)]},
+            {"configurable": {"thread_id": thread}},
+            context=Context(user_id="u"),
+        )
+    style = [ln for ln in out["memory_block"].splitlines() if "三句话以内" in ln]
+    assert style and "[answer style ·" in style[0], out["memory_block"]
+    for lang in ("en", "zh"):
+        assert '"answer style"' in load("system", lang), lang
