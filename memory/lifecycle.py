@@ -29,7 +29,7 @@ from memory.summary import came_from
 from memory.text.language import HAN
 from memory.text.phrases import NOT_A_MODIFIER, Phrase, key_phrase, phrase_of, states
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
-from memory.understanding.topics import by_meaning, continued, family_of, said_with
+from memory.understanding.topics import by_meaning, continued, family_of, forget_words, said_with
 
 Action = Literal[
     "added", "held", "reinforced", "promoted", "superseded", "conflict", "forgotten",
@@ -455,8 +455,8 @@ def forget_targets(
             or (isinstance(r.value, str) and states(r.value, phrase))
         )
     ]  # fmt: skip
-    if not found:  # A topic no remembered word says ("我血糖的事" for "我每天打胰岛素")
-        found = by_meaning(topics.forget_words(request), live, family)
+    if not found:  # A topic no word says ("我血糖的事"); a statement is matched as said
+        found = by_meaning(forget_words(request), live, family, across=not is_clause(request.query))
     return found + topics.said_around(found, live)
 
 

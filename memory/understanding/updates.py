@@ -108,11 +108,11 @@ the pool: it is why no other record is clearly nearest."""
 def may_change(sentence: str, subject: str, content: str) -> bool:
     """Return True if an update may change the record it is nearest to (`NAMED_ONLY`)."""
     return family_of(subject) not in NAMED_ONLY or bool(
-        _terms(sentence) & _terms(record_text(content))
+        naming_terms(sentence) & naming_terms(record_text(content))
     )
 
 
-def _terms(text: str) -> set[str]:
+def naming_terms(text: str) -> set[str]:
     """Return the words of `text` that name something: English words, Chinese bigrams.
 
     A Chinese character alone names too little (吃, 天), and a bigram with a function
@@ -170,10 +170,10 @@ def _by_a_term(sentence: str, near: np.ndarray, contents: Sequence[str]) -> int 
 
     A new person in a role shares only the role's word with the old one ("班主任换了 新来的
     姓周" and "我们班主任是王老师"): the one record that alone shares a naming word with
-    the update (`_terms`) is taken, from `TERM_FLOOR`.
+    the update (`naming_terms`) is taken, from `TERM_FLOOR`.
     """
-    words = _terms(sentence)
-    sharing = [i for i, c in enumerate(contents) if words & _terms(record_text(c))]
+    words = naming_terms(sentence)
+    sharing = [i for i, c in enumerate(contents) if words & naming_terms(record_text(c))]
     if len(sharing) != 1 or near[sharing[0]] < TERM_FLOOR:
         return None
     return sharing[0]

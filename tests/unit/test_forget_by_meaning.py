@@ -262,3 +262,29 @@ async def test_a_condition_forgotten_takes_the_medicine_said_on_with_it(index: o
     )
     assert "内舒拿" not in kept and "鼻炎" not in kept, kept
     assert "杭州" in kept
+
+
+ACROSS = [
+    rec(
+        1,
+        "home.thursdaypottery",
+        "User said: Every Thursday evening I go to a pottery class at a studio by the canal.",
+    ),
+    rec(2, "home.flat", "User said: We rent a two-bed flat near the station."),
+    rec(3, "work.role", "User said: I'm a quantity surveyor for a building firm."),
+    rec(4, "health.allergy.kiwi", "User is allergic to kiwi.", value="kiwi"),
+    rec(5, "family.sister.name", "User said: My sister is called Ines."),
+]
+"""A pool where a class was filed under home, as the offline path may file it (by the studio)."""
+
+
+def test_a_topic_filed_under_another_family_is_found_among_all() -> None:
+    # "my weekly clay sessions" reads as a schedule; no schedule is remembered, and the
+    # pottery was filed under home: among all of the user's messages it is clearly nearest.
+    got = [r.id for r in by_meaning("my weekly clay sessions", ACROSS)]
+    assert got == ["r1"], got
+
+
+@pytest.mark.parametrize("words", ["my brother's wedding plans", "猫头鹰", "my car insurance"])
+def test_a_topic_never_said_takes_nothing_among_all(words: str) -> None:
+    assert by_meaning(words, ACROSS) == [], words

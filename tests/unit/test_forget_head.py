@@ -50,6 +50,18 @@ def test_a_task_not_worded_as_a_forget_request_is_none(text: str) -> None:
     assert forget_requests(text) == []
 
 
+@pytest.mark.parametrize(
+    "text", ["删除的微信好友还能加回来吗？", "删除的邮件还在回收站里吗？", "能不能把我的地址删了？"]
+)
+def test_a_question_worded_like_a_request_is_one_only_where_the_forget_head_reads_one(
+    text: str,
+) -> None:
+    # Worded "删除的…", a question about deleted things was taken as a request to forget
+    # "的邮件还在回收站里"; a favour asked as a question still is one.
+    asked = forget_requests(text)
+    assert bool(asked) == text.startswith("能不能"), asked
+
+
 @pytest.mark.parametrize("text", REQUESTS_WITH_A_REASON)
 def test_a_request_said_with_a_reason_is_one(text: str) -> None:
     assert forget_requests(text)
