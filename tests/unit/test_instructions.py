@@ -107,3 +107,10 @@ async def test_an_instruction_is_labelled_for_the_model_to_follow(index: object)
     assert style and "[answer style ·" in style[0], out["memory_block"]
     for lang in ("en", "zh"):
         assert '"answer style"' in load("system", lang), lang
+
+
+def test_an_instruction_said_in_several_sentences_is_one() -> None:
+    # No sentence alone reads as an instruction ("keep it brief from now on, ok?" asks); the
+    # message does, and is kept whole.
+    said = "keep it brief from now on, ok? lists, not essays. i read on my phone"
+    assert _styles(said), [m.subject for m in extract_rules(said, NOW).memories]
