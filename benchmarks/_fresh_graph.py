@@ -66,6 +66,8 @@ FRESH_SETS = {
     "fresh35": DATA / "understanding_fresh35.json",
     "fresh36": DATA / "understanding_fresh36.json",
     "fresh37": DATA / "understanding_fresh37.json",
+    "fresh38": DATA / "understanding_fresh38.json",
+    "fresh39": DATA / "understanding_fresh39.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -97,7 +99,9 @@ until about half of it was in, then read. The thirty-second and thirty-third wer
 before any of the next stop's work and kept unread until the end of it (no change of
 behaviour landed in it). The thirty-fourth and thirty-fifth were first run before any of the
 next stop's work and kept unread until its first changes of behaviour were in, then read; so
-were the thirty-sixth and thirty-seventh."""
+were the thirty-sixth and thirty-seventh. The thirty-eighth was first run before any of the
+next stop's work and read then; the thirty-ninth was kept unread until that stop's work was
+in, run again, then read."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

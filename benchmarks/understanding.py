@@ -245,7 +245,7 @@ def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], di
 
 
 FRESH_SETS = tuple(_fresh_graph.FRESH_SETS)
-"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then thirty-six written blind."""
+"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then thirty-eight written blind."""
 
 
 def fresh_set(name: str) -> dict[str, Any]:

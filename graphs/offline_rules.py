@@ -1163,8 +1163,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
     moving = len(sentences) > 1 and undated[-1].moves and whole.intent in (*_STATES, "plan")
     if moving and not any(forget_requests(sentence) for sentence in sentences):
         sentences, readings, undated = [text], [whole], [undated[-1]]
-    # So is an instruction on how to answer ("keep it brief, ok? lists, not essays"): the
-    # message is kept as one where the instructs head reads no sentence of it alone as one.
+    # So is an instruction on how to answer ("short answers from now on, yeah? three lines
+    # tops"): the message is kept as one where the instructs head reads no sentence alone so.
     instructed = any(r.instructs for r in readings)
     if len(sentences) > 1 and whole.instructs and whole.intent != "forget" and not instructed:
         out.memories.append(_instruction(text))

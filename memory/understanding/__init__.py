@@ -180,8 +180,8 @@ class Reading:
     hatchback, we've got an EV now"), not trouble with it, a second one or someone else's:
     the `swaps` head at its threshold (`UnderstandingModel.swaps_threshold`)."""
     instructs: bool = False
-    """Whether it tells the assistant how to answer the user from now on ("keep it brief, I
-    read these on the bus", "以后回答先说结论"), not how to answer once ("make that shorter"):
+    """Whether it tells the assistant how to answer the user from now on ("no emoji from now
+    on, please", "以后的回答都别超过五句话"), not how to answer once ("make that shorter"):
     the `instructs` head at its threshold (`UnderstandingModel.instructs_threshold`)."""
     thing: str = "other"
     """The kind of thing it is about, where a user names it by a make, a breed or a place and

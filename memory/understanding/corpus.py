@@ -60,8 +60,8 @@ the swaps head's lines (`memory.understanding.train.fit_swaps`). Written for the
 SWAPS_LABELS = ("swaps", "other")
 INSTRUCTS = ("instructs.en.txt", "instructs.zh.txt")
 """Messages labelled `instructs` (a standing instruction to the assistant on how to answer the
-user from now on: length, format, tone, language, jargon, units: "keep it brief from now on,
-I read these on the bus", "以后回答先说结论") or `other` (a request about one answer or one
+user from now on: length, format, tone, language, jargon, units: "no emoji from now on,
+please", "以后的回答都别超过五句话") or `other` (a request about one answer or one
 text, a question to the assistant, a statement about the user that mentions a language or a
 format, thanks): the instructs head's lines (`memory.understanding.train.fit_instructs`).
 Written for the project (MIT), in no split."""

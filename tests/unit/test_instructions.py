@@ -31,8 +31,8 @@ def _styles(text: str) -> list[str]:
     [
         "From now on, please answer me in plain English with no jargon, I'm not a techie.",
         "whenever you give me recipes use grams not cups",
-        "以后跟我说话别用那么多术语，我看不懂",
-        "回答我的问题尽量简短点，三句话以内就行",
+        "以后回答我都用繁体字吧，我看简体不习惯",
+        "跟我说话的时候别老是先夸我问得好，直接说重点",
     ],
 )
 def test_a_standing_instruction_is_kept_as_how_to_answer(text: str) -> None:
@@ -96,21 +96,21 @@ async def test_an_instruction_is_labelled_for_the_model_to_follow(index: object)
     from prompts import load
 
     graph = build_graph(InMemorySaver(), InMemoryStore(), settings=Settings(), index=index)  # type: ignore[arg-type]
-    said = "以后回答我的问题尽量简短点，三句话以内就行"
+    said = "以后的回答都别超过五句话，我没耐心看长的"
     for thread, text in (("t1", said), ("t2", "How do I get red wine out of a carpet?")):
         out = await graph.ainvoke(
             {"messages": [HumanMessage(text)]},
             {"configurable": {"thread_id": thread}},
             context=Context(user_id="u"),
         )
-    style = [ln for ln in out["memory_block"].splitlines() if "三句话以内" in ln]
+    style = [ln for ln in out["memory_block"].splitlines() if "五句话" in ln]
     assert style and "[answer style ·" in style[0], out["memory_block"]
     for lang in ("en", "zh"):
         assert '"answer style"' in load("system", lang), lang
 
 
 def test_an_instruction_said_in_several_sentences_is_one() -> None:
-    # No sentence alone reads as an instruction ("keep it brief from now on, ok?" asks); the
+    # No sentence alone reads as an instruction ("short answers from now on, yeah?" asks); the
     # message does, and is kept whole.
-    said = "keep it brief from now on, ok? lists, not essays. i read on my phone"
+    said = "short answers from now on, yeah? three lines tops. i'm always on my phone"
     assert _styles(said), [m.subject for m in extract_rules(said, NOW).memories]
