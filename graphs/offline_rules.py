@@ -26,7 +26,7 @@ from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
 from memory.text.language import HAN, HAN_SPACE
-from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, continues, split_text
+from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, THE_USER, continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
     RECORD_KIND,
@@ -611,7 +611,6 @@ _POSSESSED = re.compile(
 # of, and no word for the user as a subject. It changes no value the user has one of.
 _HE_OR_SHE = re.compile(r"(?i)(?:he|she)\b|[他她](?![们])")
 _SOMEONE_ELSE = re.compile(r"(?i)\b(?:he|she|him|his|her|hers)\b|[他她]")
-_THE_USER = re.compile(r"(?i)\b(?:i|i'm|im|i've|ive|i'll|me|we|we're|we've|us)\b|我(?![的们家])")
 # A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
 _MEASURE = re.compile(
     r"(?i)\d\s*(?:cm|mm|m|kg|kgs|lbs?|ft|in)\b|\b(?:centimet|met(?:er|re)|kilo|pound|feet|foot"
@@ -666,7 +665,7 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
         (of := relation_in(goes_on_from))
         and who is None
         and reading.kind in ("fact", "preference")
-        and not _THE_USER.search(clause)
+        and not THE_USER.search(clause)
     ):
         return f"family.{of}.{slug}"
     if reading.family == "age" and _MEASURE.search(clause):
@@ -694,7 +693,7 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
         and reading.family in UPDATE_SUBJECT
         and (reading.family != "home" or read_utterance(without_date(clause)).moving >= MOVE_ODDS)
     ):
-        if _SOMEONE_ELSE.search(clause) and not _THE_USER.search(clause):
+        if _SOMEONE_ELSE.search(clause) and not THE_USER.search(clause):
             return f"people.{slug}"
         return UPDATE_SUBJECT[reading.family]  # the family's slot: it replaces the old value
     if reading.family == "home":
@@ -853,7 +852,7 @@ def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
 
     A clause about nothing by itself takes its sentence's family (`in_context`). One read
     as a value the user has one of (an age, a name) that does not say it is the user's
-    (`_THE_USER`) is of what the sentence is about: "9 now" in "greyhound, 9 now, slowing down
+    (`THE_USER`) is of what the sentence is about: "9 now" in "greyhound, 9 now, slowing down
     a lot" is the dog's age, and filed as the user's it would replace theirs.
     A relative's is found by `_subject` ("我女儿叫朵朵，今年五岁").
     """
@@ -876,7 +875,7 @@ def _in_sentence(clause: str, reading: Reading, whole: Reading) -> Reading:
     if (
         reading.family in ("age", "name")
         and whole.family not in (reading.family, "none", "family")
-        and not _THE_USER.search(clause)
+        and not THE_USER.search(clause)
     ):
         return replace(reading, family=whole.family)
     return reading
@@ -915,7 +914,7 @@ def _of_someone_else(sentence: str) -> bool:
     it ("my husband got a new phone"; in "我老公…" the 我 is no speaker).
     """
     opening = _OTHER_PERSON.search(sentence)
-    return opening is not None and not _THE_USER.search(sentence[opening.end() :])
+    return opening is not None and not THE_USER.search(sentence[opening.end() :])
 
 
 def _meant_by(sentence: str, reading: Reading, known: Sequence[Known]) -> tuple[str, str] | None:

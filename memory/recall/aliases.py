@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from memory.lexical.bm25 import tokenize
 from memory.text.language import HAN
+from memory.text.statements import THE_USER
 
 __all__ = [
     "KIN",
@@ -162,11 +163,8 @@ def filed_as(who: str) -> tuple[str, ...]:
     )
 
 
-# The user as one who does or has something ("what should I cook", "就我一个人"), not as the
-# owner of a relative ("my brother", 我弟弟: the relative's words, 我 with them, go first).
-_THE_USER = re.compile(
-    r"(?i)\b(?:i|i'm|im|i've|i'd|i'll|me|we|we're|we'll|us)\b|[我俺咱](?![的们家])"
-)
+# A relative the user owns ("my brother", 我弟弟): its words, and 我 with them, are no word for
+# the user as one who eats or does something (`THE_USER`).
 _OWNED = re.compile(rf"(?i)[我俺咱]?(?:{_RELATION.pattern.removeprefix('(?i)')})")
 
 
@@ -176,7 +174,7 @@ def names_the_user(text: str) -> bool:
     "What does my brother like to eat?" is about the brother alone; "My brother's over for
     supper, what should I make?" and "老公不回来吃，就我一个人" are about the user too.
     """
-    return bool(_THE_USER.search(_OWNED.sub(" ", text)))
+    return bool(THE_USER.search(_OWNED.sub(" ", text)))
 
 
 def relation_in(text: str) -> str | None:

@@ -28,6 +28,9 @@ _ZH_CLAUSE = re.compile(f"(?<=[{HAN}\\w\\]］])[，,](?=[{HAN}]|{_CUT})|{HAN_SPA
 # "me and my mates do the pub quiz" is one subject, not two clauses (a comma would say so);
 # both splitters use it (`graphs.offline_rules`).
 NOT_A_SUBJECT_END = r"(?<!\b[Mm]e)(?<!\b[Yy]ou)(?<!\b[Hh]im)(?<!\b[Hh]er)(?<!\b[Uu]s)(?<!\b[Tt]hem)"
+THE_USER = re.compile(r"(?i)\b(?:i|i'm|im|i've|ive|i'll|me|we|we're|we've|us)\b|我(?![的们家])")
+"""A word for the user as one who does or has something: "I", "me", "we", 我 (not 我的, 我们,
+我家: the user as an owner)."""
 # "Tomasz and I are doing the drive": "I" with a plural verb is the end of one subject.
 I_ALONE = r"I(?!\s+(?:are|were)\b)"
 _EN_CLAUSE = re.compile(

@@ -11,11 +11,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 
+from graphs.context import Context
+from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
+from graphs.settings import Settings
 from memory.recall.search import PINNED
 from memory.service import MemoryService
 from memory.store.records import STYLE_SUBJECT, Source
+from prompts import load
 
 NOW = datetime(2026, 12, 3, 9, 0, tzinfo=UTC)
 
@@ -86,15 +93,6 @@ def test_an_instruction_takes_no_place_of_another_core_memory(service: MemorySer
 async def test_an_instruction_is_labelled_for_the_model_to_follow(index: object) -> None:
     # The system prompt tells the model to follow notes of one label only: the block must
     # give an instruction that label in a new thread, whatever was asked.
-    from langchain_core.messages import HumanMessage
-    from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.store.memory import InMemoryStore
-
-    from graphs.context import Context
-    from graphs.memory_agent import build_graph
-    from graphs.settings import Settings
-    from prompts import load
-
     graph = build_graph(InMemorySaver(), InMemoryStore(), settings=Settings(), index=index)  # type: ignore[arg-type]
     said = "以后的回答都别超过五句话，我没耐心看长的"
     for thread, text in (("t1", said), ("t2", "How do I get red wine out of a carpet?")):
