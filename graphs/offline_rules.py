@@ -1188,8 +1188,8 @@ def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extr
             if not (reading.food or reading.medicine):
                 context = sentence
                 continue
-        if reading.asks or reading.intent == "forget" or asks_by_form(sentence):
-            continue  # what asks (by the model or by its form) states nothing
+        if reading.asks or reading.asking or reading.intent == "forget" or asks_by_form(sentence):
+            continue  # what asks (by either head or by its form) states nothing
         if _asks_with_a_feeling(sentence):
             continue
         if only_asks_for_help(sentence) and not reading.plans:

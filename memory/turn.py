@@ -426,6 +426,7 @@ def archivable(
         or not (
             r.small_talk
             or r.asks
+            or r.asking
             or (st.message_id not in said_something and r.intent in ("chitchat", "question"))
         )
     ]

@@ -382,6 +382,7 @@ def rank(
     names: Iterable[str] | None = None,
     context: Mapping[Id, Sequence[tuple[Id, float]]] | None = None,
     asked: Collection[Id] = (),
+    restated: Collection[Id] = (),
 ) -> list[tuple[Id, float]]:
     """Fuse dense and lexical hits into one ranking of record ids.
 
@@ -401,6 +402,8 @@ def rank(
             have neighbours, such as raw turns of a conversation; facts have none.
         asked: Records filed under a family the question asks about; their score is
             multiplied by ``1 + family_boost``.
+        restated: Records that say the query again word for word: ranked as any other,
+            but the cuts relative to the best similarity ignore theirs.
 
     Returns:
         ``(id, score)`` best first; scores are comparable within one call only. A record
@@ -422,7 +425,7 @@ def rank(
     best = {i: max(raw.get(i, 0.0), sims.get(i, 0.0)) for i in raw.keys() | sims.keys()}
     # A hit with no word in common must reach the floor and come close to the best hit:
     # the margin keeps a handful of unrelated memories out when nothing else is relevant.
-    top_sim = max((v for i, v in best.items() if i in records), default=0.0)
+    top_sim = max((v for i, v in best.items() if i in records and i not in restated), default=0.0)
     cut = max(floor, top_sim - t.dense_margin)
     # In Chinese a lexical match may be one shared character; there it can be asked to come
     # within `lexical_margin` of the best similarity too.

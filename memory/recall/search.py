@@ -186,18 +186,19 @@ _ECHO_CHARS = 8
 def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> set[str]:
     """Return the ids of `ids` whose words the query says again beside a question.
 
-    A question often comes with a remark ("whats the name of the tablet i'm on again? new GP
+    A question often comes with a remark ("what are my eye drops called again? the pharmacy
     form wants it"), and the remark was kept when the question was first asked: asked
     again, it matched itself far above the answer, which the cut relative to the best hit
     then dropped. What is said again while asking is no answer to the question, nor is the
-    question itself, kept raw when it was first asked.
+    question itself, kept raw when it was first asked (an event by its words, without the day
+    it was dated: "下周又要面试了，有啥窍门没" kept "下周又要面试了" as one).
     """
     # Cut at commas too: "我家狗最近掉毛掉得厉害，咋办啊" is one sentence and asks in one part.
     sentences = [p for s in split_sentences(query) for p in (parts_of(s)[1:] or [s])]
     if len(sentences) < 2:
         return set()
     readings = read_utterances(sentences)
-    asks = [r.asks or asks_by_form(s) for s, r in zip(sentences, readings, strict=True)]
+    asks = [r.asks or r.asking or asks_by_form(s) for s, r in zip(sentences, readings, strict=True)]
     if not any(asks):
         return set()
     said = normalize_text(" ".join(s for s, a in zip(sentences, asks, strict=True) if not a))
@@ -205,10 +206,19 @@ def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> s
     return {
         i
         for i in ids
-        if i in records
-        and len(words := normalize_text(record_text(records[i].content))) >= _ECHO_CHARS
-        and (words in said or words == whole)
+        if i in records and (w := _said_words(records[i])) and (w in said or w == whole)
     }
+
+
+_ISO_END = re.compile(r"\d{8}$")
+"""A dated event's day, as its content ends in the offline path ("…（2026-10-02）"), folded."""
+
+
+def _said_words(record: MemoryRecord) -> str:
+    """Return what a record says in the user's words, folded and undated ("" if too short)."""
+    words = normalize_text(record_text(record.content))
+    words = _ISO_END.sub("", words) if record.kind == "event" else words
+    return words if len(words) >= _ECHO_CHARS else ""
 
 
 class Recall:
@@ -291,7 +301,12 @@ class Recall:
         # grow with every memory the user has.
         dense = _as_near_as_said(dense, records)
         near = self._family_matches(snap.records, query, k, now, someone=hop is not None)
-        echoes = _echoes(query, records, {i for i, _ in [*dense, *lexical]} | set(near))
+        matched = {i for i, _ in [*dense, *lexical]} | set(near)
+        echoes = _echoes(query, records, matched)
+        # Said again word for word, a message sets no cut: a question with no mark of one
+        # ("我早上起来头一件事一般干啥来着") kept as a statement matched itself far above all.
+        folded = normalize_text(query)
+        restated = {i for i in matched if i in records and _said_words(records[i]) == folded}
         kinds = _of_kind(query, dense, records, k, now) - echoes
         dense = [(i, sim) for i, sim in dense if i not in echoes]
         lexical = [(i, score) for i, score in lexical if i not in echoes]
@@ -359,6 +374,7 @@ class Recall:
             # Ranked up only for the user's own: of a relative ("我妹妹住在哪里？"), what was said
             # of them by name answers (`aliases`), not what is filed under the family.
             asked=set() if aliases.relation_in(query) else family,
+            restated=restated - echoes,
         )
         pinned = self._pinned(snap, now)
         ranked = drop_restated_turns(ranked, live, lexical, pinned, k)
@@ -424,6 +440,7 @@ class Recall:
         last = _PARTS.split(query.strip().rstrip("。.!！~～"))[-1]
         asks = (
             reading.intent == "question"
+            or reading.asking
             or asks_by_form(query)
             or asks_by_form(last)
             or only_asks_for_help(query)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from memory.text.language import EMOJI, HAN, HAN_CHAR, NOT_AN_END
+from memory.text.language import EMOJI, HAN, HAN_CHAR, HAN_SPACE, NOT_AN_END
 from memory.text.statements import parts_of
 
 # An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
@@ -148,9 +148,10 @@ def asks_by_form(sentence: str) -> bool:
     """Return True if one sentence asks rather than states.
 
     A question mark asks. Without one, a Chinese sentence is read clause by clause (clauses
-    chain with commas far more than in English): it asks when every clause that says
-    something asks or only sets the scene, so "最近头发掉得有点多，是不是压力太大了" states
-    (and is kept) while "我弟弟多大了，在哪上学" asks.
+    chain with commas far more than in English, and chat writing chains them with spaces):
+    it asks when every clause that says something asks or only sets the scene, so
+    "最近头发掉得有点多，是不是压力太大了" states (and is kept) while "我弟弟多大了，在哪上学"
+    asks.
     """
     s = sentence.strip().strip("\"'“”‘’「」")
     if not s:
@@ -158,7 +159,7 @@ def asks_by_form(sentence: str) -> bool:
     if s.endswith(("?", "？")):
         return True
     if HAN_CHAR.search(s):
-        clauses = [c.strip() for c in re.split(r"[，,、:：]", s) if c.strip()]
+        clauses = [c.strip() for c in re.split(rf"[，,、:：]|{HAN_SPACE}", s) if c.strip()]
         verdicts = [_asks_zh(c) or bool(_ZH_ASK_LEAD.search(c)) for c in clauses]
         if not verdicts[-1]:
             return False

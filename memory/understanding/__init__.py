@@ -183,6 +183,11 @@ class Reading:
     """Whether it tells the assistant how to answer the user from now on ("no emoji from now
     on, please", "以后的回答都别超过五句话"), not how to answer once ("make that shorter"):
     the `instructs` head at its threshold (`UnderstandingModel.instructs_threshold`)."""
+    asking: bool = False
+    """Whether it asks the assistant something, with no question mark as often as with one
+    ("who did my car service last time", "我闺女在哪念书来着"), not a statement with a
+    question word in it ("no idea why but I love olives", "我去哪儿都带着它"): the `asks` head
+    at its threshold (`UnderstandingModel.asks_threshold`)."""
     thing: str = "other"
     """The kind of thing it is about, where a user names it by a make, a breed or a place and
     forgets it by a general word ("I drive a silver Mazda 3", "my car": `vehicle`): the
@@ -279,6 +284,9 @@ def read_utterances(texts: list[str]) -> list[Reading]:
                 instructs="instructs" in probs
                 and float(probs["instructs"][i][model.heads["instructs"].labels.index("instructs")])
                 >= model.instructs_threshold,
+                asking="asks" in probs
+                and float(probs["asks"][i][model.heads["asks"].labels.index("asks")])
+                >= model.asks_threshold,
             )
         with _LOCK:
             if len(_CACHE) + len(fresh) > _CACHE_LIMIT:

@@ -29,33 +29,33 @@ they were."""
 MEDICINE = ("medicine.en.txt", "medicine.zh.txt")
 """Statements and forget topics labelled `medicine` (a medicine the user takes or uses) or
 `other` (health without one, diet, and everyday routines said the same way): the medicine
-head's lines (`memory.understanding.train.fit_medicine`)."""
+head's lines (`memory.understanding.heads.fit_medicine`)."""
 MEDICINE_LABELS = ("medicine", "other")
 FOOD = ("food.en.txt", "food.zh.txt")
 """Statements labelled `food` (what someone, the user or a relative, eats, cannot eat or
 avoids: an allergy, a diet, a dislike, a doctor's limit) or `other` (other health, jobs in
 food, relatives' other news, questions about food that state nothing): the food head's lines
-(`memory.understanding.train.fit_food`). Written for the project (MIT), in no split."""
+(`memory.understanding.heads.fit_food`). Written for the project (MIT), in no split."""
 FOOD_LABELS = ("food", "other")
 MOVES = ("moves.en.txt", "moves.zh.txt")
 """Dated statements labelled `moves` (the user's own employer, workplace or home changes from
 a day: "I start at the planning office on Monday", "下个月1号搬到城东") or `other` (a one-off
 at work or at home on a day, a new manager or shifts at the same job, someone else's move,
-a maybe): the moves head's lines (`memory.understanding.train.fit_moves`). Written for the
+a maybe): the moves head's lines (`memory.understanding.heads.fit_moves`). Written for the
 project (MIT), in no split."""
 MOVES_LABELS = ("moves", "other")
 THINGS = ("things.en.txt", "things.zh.txt")
 """Statements and forget topics labelled by the kind of thing they are about, where the
 user names it by a make, a breed or a place and asks to forget it by a general word ("I
 drive a silver Mazda 3" and "my car": `vehicle`): `pet`, `vehicle`, `device`, `trip`,
-`exercise`, or `other`. The things head's lines (`memory.understanding.train.fit_things`).
+`exercise`, or `other`. The things head's lines (`memory.understanding.heads.fit_things`).
 Written for the project (MIT), in no split."""
 THING_LABELS = ("pet", "vehicle", "device", "trip", "exercise", "other")
 SWAPS = ("swaps.en.txt", "swaps.zh.txt")
 """Statements labelled `swaps` (the user's own thing replaced by a new one of its kind: "traded
 the old hatchback in for an EV", "旧手机开不了机了，换了台新的") or `other` (a thing's trouble or
 repair, a second one, someone else's, a wish to buy, a part replaced, what the user owns):
-the swaps head's lines (`memory.understanding.train.fit_swaps`). Written for the project
+the swaps head's lines (`memory.understanding.heads.fit_swaps`). Written for the project
 (MIT), in no split."""
 SWAPS_LABELS = ("swaps", "other")
 INSTRUCTS = ("instructs.en.txt", "instructs.zh.txt")
@@ -63,9 +63,18 @@ INSTRUCTS = ("instructs.en.txt", "instructs.zh.txt")
 user from now on: length, format, tone, language, jargon, units: "no emoji from now on,
 please", "以后的回答都别超过五句话") or `other` (a request about one answer or one
 text, a question to the assistant, a statement about the user that mentions a language or a
-format, thanks): the instructs head's lines (`memory.understanding.train.fit_instructs`).
+format, thanks): the instructs head's lines (`memory.understanding.heads.fit_instructs`).
 Written for the project (MIT), in no split."""
 INSTRUCTS_LABELS = ("instructs", "other")
+ASKS = ("asks.en.txt", "asks.zh.txt")
+"""Sentences with no question mark labelled `asks` (a question or request to the assistant,
+typed as users type them: "who did my car service last time", "我那个药一天吃几次",
+in dialect and slang) or `states` (a statement a reader might take for one: a question word
+in it, a particle that does not ask, someone else's question reported: "no idea why but I
+love olives", "我什么都吃就是不吃羊肉"): the asks head's lines, beside the corpus's
+questions and statements (`memory.understanding.heads.fit_asks`). Written for the project
+(MIT), in no split."""
+ASKS_LABELS = ("asks", "states")
 ASKING = ("asking.en.txt", "asking.zh.txt")
 """Indirect questions ("any good walks near me?", "我们这行最近裁员好多啊，要不要学点别的？"),
 labelled with the family of the user's facts a good answer depends on though the question
@@ -206,6 +215,11 @@ def read_swaps(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
 def read_instructs(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
     """Return `(text, language, label)` of every line of the `INSTRUCTS` sources."""
     return read_labelled(INSTRUCTS, INSTRUCTS_LABELS, directory)
+
+
+def read_asks(directory: Path = CORPUS_DIR) -> list[tuple[str, str, str]]:
+    """Return `(text, language, label)` of every line of the `ASKS` sources."""
+    return read_labelled(ASKS, ASKS_LABELS, directory)
 
 
 def split(

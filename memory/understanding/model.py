@@ -70,6 +70,9 @@ class UnderstandingModel:
     instructs_threshold: float = 1.0
     """The `instructs` head's probability at which a message is a standing instruction on how
     to answer the user, chosen as the medicine head's is; 1.0 without the head."""
+    asks_threshold: float = 1.0
+    """The `asks` head's probability at which a sentence asks, question mark or none, chosen
+    as the medicine head's is; 1.0 without the head."""
 
     def span_floor(self, lang: str) -> float:
         """Return the span floor of a language (`memory.text.language.language_of`)."""
@@ -99,6 +102,7 @@ def save_model(model: UnderstandingModel, directory: Path = MODEL_DIR) -> None:
         "things_threshold": model.things_threshold,
         "swaps_threshold": model.swaps_threshold,
         "instructs_threshold": model.instructs_threshold,
+        "asks_threshold": model.asks_threshold,
     }
     (directory / "model.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
@@ -127,6 +131,7 @@ def load_model(directory: Path = MODEL_DIR) -> UnderstandingModel:
         float(meta.get("things_threshold", 1.0)),
         float(meta.get("swaps_threshold", 1.0)),
         float(meta.get("instructs_threshold", 1.0)),
+        float(meta.get("asks_threshold", 1.0)),
     )
 
 

@@ -3,40 +3,41 @@
 Deterministic (zero-initialised softmax heads, full-batch Adam, fixed steps): the same
 corpus gives the same weights. Settings (n-gram weight, L2) are chosen out of fold on train
 and dev together, the forget threshold on dev; the final heads are fitted on train and dev
-together (the forget head with the trap lines too, `memory.understanding.corpus.TRAPS`). The
-test split is never read here.
+together (the forget head with the trap lines too, `memory.understanding.corpus.TRAPS`), and
+the heads fitted on lines of their own beside them (`memory.understanding.heads`). The test
+split is never read here.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from memory.dates import without_date
 from memory.understanding.corpus import (
     ASKED,
     ASKING,
     TRAPS,
     Utterance,
     load_split,
-    read_food,
-    read_instructs,
-    read_medicine,
-    read_moves,
     read_sources,
-    read_swaps,
-    read_things,
 )
 from memory.understanding.features import ENCODER_DIM, features, ngram_matrix, sentence_vectors
+from memory.understanding.heads import (
+    fit_asks,
+    fit_food,
+    fit_head,
+    fit_instructs,
+    fit_medicine,
+    fit_moves,
+    fit_swaps,
+    fit_things,
+)
 from memory.understanding.model import HEADS, Head, UnderstandingModel, save_model
 
-STEPS = 300
-LEARNING_RATE = 0.05
 NGRAM_WEIGHTS = (0.5, 1.0, 2.0)
 L2_VALUES = (1e-4, 1e-3)
 SPAN_FLOOR_MIN = 0.05
@@ -62,37 +63,6 @@ def head_rows(items: Sequence[Utterance], head: str) -> tuple[list[int], list[st
         rows.append(i)
         labels.append(label)
     return rows, labels
-
-
-def fit_head(x: np.ndarray, labels: list[str], l2: float) -> Head:
-    """Fit one class-balanced softmax head by full-batch Adam."""
-    classes = tuple(sorted(set(labels)))
-    y = np.array([classes.index(label) for label in labels])
-    onehot = np.eye(len(classes), dtype=np.float32)[y]
-    counts = onehot.sum(axis=0)
-    sample_weight = (len(y) / (len(classes) * counts))[y][:, None].astype(np.float32)
-    weight = np.zeros((x.shape[1], len(classes)), dtype=np.float32)
-    bias = np.zeros(len(classes), dtype=np.float32)
-    m_w, v_w = np.zeros_like(weight), np.zeros_like(weight)
-    m_b, v_b = np.zeros_like(bias), np.zeros_like(bias)
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
-    for step in range(1, STEPS + 1):
-        logits = x @ weight + bias
-        logits -= logits.max(axis=1, keepdims=True)
-        p = np.exp(logits)
-        p /= p.sum(axis=1, keepdims=True)
-        grad_logits = (p - onehot) * sample_weight / len(y)
-        g_w = x.T @ grad_logits + l2 * weight
-        g_b = grad_logits.sum(axis=0)
-        for param, grad, m, v in ((weight, g_w, m_w, v_w), (bias, g_b, m_b, v_b)):
-            m *= beta1
-            m += (1 - beta1) * grad
-            v *= beta2
-            v += (1 - beta2) * grad * grad
-            m_hat = m / (1 - beta1**step)
-            v_hat = v / (1 - beta2**step)
-            param -= LEARNING_RATE * m_hat / (np.sqrt(v_hat) + eps)
-    return Head(classes, weight, bias)
 
 
 def macro_f1(gold: Sequence[str], pred: Sequence[str]) -> float:
@@ -291,191 +261,6 @@ def choose_span_floor(
     return floors, forget_scores(items, oof, threshold, floors)
 
 
-MEDICINE_PRECISION = 0.98
-"""The precision the medicine head's threshold must reach on its held-out lines: a statement
-taken for a medicine is forgotten with "the pills I'm on"."""
-FOOD_PRECISION = 0.95
-"""The precision the food head's threshold must reach on its held-out lines: a relative's
-remark taken for a food limit comes up with every meal."""
-MOVES_PRECISION = 0.9
-"""The precision the moves head's threshold must reach on its held-out lines: a one-off
-taken for a move is filed over the user's employer or home, and ends it. Its held-out
-precision stays near 0.94 at every threshold (at 0.95 nothing passes); what it takes wrongly
-there is someone else's move or a maybe, which the offline path files under the person, or
-drops as tentative, before any slot (`graphs.offline_rules._lasting`)."""
-THINGS_PRECISION = 0.95
-"""The precision the things head's threshold must reach on its held-out lines, over what it
-reads as a thing: a forget request read as the wrong thing forgets a message it never
-named."""
-SWAPS_PRECISION = 0.9
-"""The precision the swaps head's threshold must reach on its held-out lines: a statement
-taken for a replacement ends the one remembered thing of its kind (the car, the phone). At
-0.95 only the highest threshold passes (recall 0.44); what is taken wrongly at 0.9 still
-ends a thing only when the things head reads it as that kind of thing and the user is
-listed with one thing of it (`graphs.offline_rules._swapped`)."""
-INSTRUCTS_PRECISION = 0.98
-"""The precision the instructs head's threshold must reach on its held-out lines: a request
-about one answer taken for a standing one is shown in every conversation after it."""
-THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
-
-
-def _held_out(text: str) -> bool:
-    """Return True for the quarter of a head's lines its threshold is chosen on."""
-    return int(hashlib.sha256(text.encode("utf-8")).hexdigest(), 16) % 4 == 0
-
-
-def fit_binary(
-    rows: Sequence[tuple[str, str, str]], label: str, precision: float, ngram_weight: float,
-    l2: float,
-) -> tuple[Head, float, dict[str, float]]:  # fmt: skip
-    """Fit a head of `label` against `other`; return it, its threshold and figures.
-
-    The threshold is the lowest of `THRESHOLDS` at which a head fitted on three quarters of
-    the lines reaches `precision` on the fourth (else the highest); the head shipped is
-    then fitted on all of them.
-    """
-    fit_on = [r for r in rows if not _held_out(r[0])]
-    held = [r for r in rows if _held_out(r[0])]
-    head = fit_head(features([t for t, _, _ in fit_on], ngram_weight), [x for *_, x in fit_on], l2)
-    col = head.labels.index(label)
-    probs = head.probabilities(features([t for t, _, _ in held], ngram_weight))[:, col]
-    gold = np.array([x == label for *_, x in held])
-    chosen = (THRESHOLDS[-1], 0.0, 0.0)
-    for threshold in THRESHOLDS:
-        said = probs >= threshold
-        reached = float((said & gold).sum() / max(1, said.sum()))
-        if reached >= precision:
-            chosen = (threshold, reached, float((said & gold).sum() / max(1, gold.sum())))
-            break
-    final = fit_head(features([t for t, _, _ in rows], ngram_weight), [x for *_, x in rows], l2)
-    report = {"threshold": chosen[0], "held_out_precision": chosen[1],
-              "held_out_recall": chosen[2], "lines": len(rows), "held_out": len(held)}  # fmt: skip
-    return final, chosen[0], report
-
-
-def fit_medicine(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `medicine` head on the `MEDICINE` lines (`fit_binary`).
-
-    The corpus lines (train and dev) of no health family are `other` too: without them the
-    head had seen no pet, job or language course, and took "家里养了只柯基叫阿福" for a
-    medicine.
-    """
-    rows = read_medicine()
-    rows += [(u.text, u.lang, "other") for u in corpus if u.family != "health"]
-    return fit_binary(rows, "medicine", MEDICINE_PRECISION, ngram_weight, l2)
-
-
-def fit_moves(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `moves` head on the `MOVES` lines (`fit_binary`).
-
-    The corpus's lines (train and dev) of dated events, or of any family but home and work,
-    are `other` too: a day at work or at home is most often a one-off, and a trip to a city
-    ("flying out to Boston on the 14th", "国庆回我妈那儿") was taken for a move without them.
-    """
-    rows = read_moves()
-    rows += [
-        (u.text, u.lang, "other")
-        for u in corpus
-        if u.kind == "event" or u.family not in ("home", "work")
-    ]
-    # Read without their day, as the offline path reads a clause (`without_date`).
-    rows = [(without_date(text), lang, label) for text, lang, label in rows]
-    return fit_binary(rows, "moves", MOVES_PRECISION, ngram_weight, l2)
-
-
-def fit_swaps(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `swaps` head on the `SWAPS` lines (`fit_binary`).
-
-    The corpus's lines (train and dev) of any family but possessions are `other` too: a new
-    job or a new home is no thing replaced (the moves head reads those).
-    """
-    rows = read_swaps()
-    rows += [(u.text, u.lang, "other") for u in corpus if u.family != "possessions"]
-    return fit_binary(rows, "swaps", SWAPS_PRECISION, ngram_weight, l2)
-
-
-def fit_instructs(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `instructs` head on the `INSTRUCTS` lines (`fit_binary`).
-
-    Every line of the corpus (train and dev, with the indirect questions and the trap lines:
-    requests about a text, questions) is `other` too, but for the preferences about work or
-    nothing in particular: some of those are how the user likes answers ("回复短一点，我在手机
-    上看"). Without the corpus's allergies and diets, a warning given with an allergy for
-    whenever the assistant suggests food read as an instruction.
-    """
-    rows = read_instructs()
-    rows += [
-        (u.text, u.lang, "other")
-        for u in corpus
-        if not (u.kind == "preference" and u.family in ("work", "none"))
-    ]
-    return fit_binary(rows, "instructs", INSTRUCTS_PRECISION, ngram_weight, l2)
-
-
-def fit_things(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `things` head on the `THINGS` lines: a thing's kind, or `other`.
-
-    The corpus lines (train and dev) of a family no such thing is filed under (work, diet,
-    health, name, age, contact, education) are `other` too. The threshold is the lowest of
-    `THRESHOLDS` at which what a head fitted on three quarters of the lines reads as a thing
-    on the fourth is that thing at `THINGS_PRECISION` (else the highest); the head shipped
-    is then fitted on all of them.
-    """
-    rows = read_things()
-    rows += [
-        (u.text, u.lang, "other")
-        for u in corpus
-        if u.family in ("work", "diet", "health", "name", "age", "contact", "education")
-    ]
-    fit_on = [r for r in rows if not _held_out(r[0])]
-    held = [r for r in rows if _held_out(r[0])]
-    head = fit_head(features([t for t, _, _ in fit_on], ngram_weight), [x for *_, x in fit_on], l2)
-    probs = head.probabilities(features([t for t, _, _ in held], ngram_weight))
-    best = probs.argmax(axis=1)
-    read = np.array([head.labels[i] for i in best])
-    gold = np.array([x for *_, x in held])
-    thing = gold != "other"
-    chosen = (THRESHOLDS[-1], 0.0, 0.0)
-    for threshold in THRESHOLDS:
-        said = (read != "other") & (probs.max(axis=1) >= threshold)
-        right = said & (read == gold)
-        reached = float(right.sum() / max(1, said.sum()))
-        if reached >= THINGS_PRECISION:
-            chosen = (threshold, reached, float(right.sum() / max(1, thing.sum())))
-            break
-    final = fit_head(features([t for t, _, _ in rows], ngram_weight), [x for *_, x in rows], l2)
-    report = {"threshold": chosen[0], "held_out_precision": chosen[1],
-              "held_out_recall": chosen[2], "lines": len(rows), "held_out": len(held)}  # fmt: skip
-    return final, chosen[0], report
-
-
-def fit_food(
-    ngram_weight: float, l2: float, corpus: Sequence[Utterance] = ()
-) -> tuple[Head, float, dict[str, float]]:
-    """Fit the `food` head on the `FOOD` lines (`fit_binary`).
-
-    The corpus lines (train and dev) of a family that is never about eating (home, work,
-    pets, trips…) are `other` too; diet, health and family lines may be a relative's limit.
-    """
-    rows = read_food()
-    rows += [
-        (u.text, u.lang, "other")
-        for u in corpus
-        if u.family not in ("diet", "health", "family", "none")
-    ]
-    return fit_binary(rows, "food", FOOD_PRECISION, ngram_weight, l2)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Choose settings out of fold, fit on train + dev, write the model; print the figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -542,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     final["instructs"], instructs_threshold, instructs = fit_instructs(
         ngram_weight, l2, [*fitted, *dev]
     )
+    final["asks"], asks_threshold, asks = fit_asks(ngram_weight, l2, [*fitted, *dev])
     save_model(
         UnderstandingModel(
             final,
@@ -554,6 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             things_threshold,
             swaps_threshold,
             instructs_threshold,
+            asks_threshold,
         )
     )
     summary = {
@@ -568,6 +355,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "things": things,
         "swaps": swaps,
         "instructs": instructs,
+        "asks": asks,
         "encoder_dim": ENCODER_DIM,
     }
     sys.stdout.write(json.dumps(summary, indent=1) + "\n")

@@ -171,6 +171,24 @@ def test_a_remark_said_again_beside_a_question_is_no_answer_to_it(service: Memor
     assert said[1][1] in [h.record.content for h in service.search("u", "the garage form", 5)]
 
 
+def test_a_question_kept_as_a_statement_is_no_answer_when_asked_again(
+    service: MemoryService,
+) -> None:
+    # A question with no mark of one may be kept as a statement when first asked; asked again
+    # word for word, it matched itself far above the routine it asks about, and the cut
+    # relative to the best hit dropped the routine. Said again, it sets no cut.
+    said = [
+        ("habit.mornings", "用户说：我每天早上六点起床，先去江边跑步。"),
+        ("habit.asked", "用户说：我早上起来头一件事一般干啥来着。"),
+        ("diet.type", "用户吃素。"),
+    ]
+    save_facts(service, said, T0)
+    got = [h.record.content for h in service.search("u", "我早上起来头一件事一般干啥来着", 5)]
+    assert said[0][1] in got, got
+    # A search for a memory's own words still finds it first.
+    assert got[0] == said[1][1], got
+
+
 def test_a_family_asked_about_is_not_cut_by_a_remark_sharing_a_word(
     service: MemoryService,
 ) -> None:

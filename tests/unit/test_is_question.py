@@ -34,6 +34,7 @@ ZH_QUESTIONS = [
     "怎么去我公司最快",
     "谁是我的牙医",
     "你好！我住哪？",
+    "我外甥在哪念书 学的啥来着",
 ]
 ZH_STATEMENTS = [
     "帮我爸把花园的草修了一下午，腰都直不起来",
@@ -61,6 +62,8 @@ ZH_STATEMENTS = [
     "随便吃点什么就好",
     "那家店哪怕排队我也要去",
     "我这么喜欢咖啡，当然天天喝",
+    # Chat writing puts spaces where commas go: the last clause alone reads as asking.
+    "苦瓜我一口都咽不下 打小就这样 谁劝我吃我跟谁急",
 ]
 EN_QUESTIONS = [
     "Where do I live?",

@@ -101,7 +101,7 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     model = load_model()
     meta = json.loads((MODEL_DIR / "model.json").read_text(encoding="utf-8"))
     heads = {"intent", "kind", "family", "target", "medicine", "food", "moves", "things"}
-    heads |= {"forget", "asked", "swaps", "instructs"}
+    heads |= {"forget", "asked", "swaps", "instructs", "asks"}
     assert set(model.heads) == set(meta["labels"]) == heads
     assert set(model.heads["intent"].labels) == set(model.heads["forget"].labels) == set(INTENTS)
     assert model.heads["asked"].labels == model.heads["family"].labels
@@ -110,6 +110,7 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     assert model.heads["moves"].labels == ("moves", "other")
     assert model.heads["swaps"].labels == ("other", "swaps")
     assert model.heads["instructs"].labels == ("instructs", "other")
+    assert model.heads["asks"].labels == ("asks", "states")
     assert set(model.heads["things"].labels) == {
         "pet",
         "vehicle",
@@ -123,6 +124,7 @@ def test_the_shipped_weights_are_small_and_load_offline() -> None:
     assert 0.5 <= model.food_threshold < 1.0
     assert 0.5 <= model.moves_threshold < 1.0
     assert 0.5 <= model.things_threshold < 1.0
+    assert 0.5 <= model.asks_threshold < 1.0
     assert 0.5 <= model.instructs_threshold < 1.0
     assert set(model.span_forget_floor) == {"en", "zh"}
 
