@@ -69,6 +69,7 @@ FRESH_SETS = {
     "fresh38": DATA / "understanding_fresh38.json",
     "fresh39": DATA / "understanding_fresh39.json",
     "fresh40": DATA / "understanding_fresh40.json",
+    "fresh41": DATA / "understanding_fresh41.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -103,7 +104,8 @@ next stop's work and kept unread until its first changes of behaviour were in, t
 were the thirty-sixth and thirty-seventh. The thirty-eighth was first run before any of the
 next stop's work and read then; the thirty-ninth was kept unread until that stop's work was
 in, run again, then read. The fortieth was first run before any of the next stop's work and
-read then."""
+read then; the forty-first was kept unread until that stop's first work was in, run again,
+then read."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from difflib import SequenceMatcher
 
 from memory.dates import find_date, is_date_phrase, statement_lean, without_date
 from memory.dates.recurring import recurring_fact
@@ -25,7 +26,7 @@ from memory.store.records import STYLE_SUBJECT, TURN_SUBJECT, normalize_text
 from memory.summary import MAX_ITEM_CHARS, ThreadSummary, add_item
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
 from memory.text.corrections import Correction, correction, says_value, with_new_value
-from memory.text.language import HAN, HAN_SPACE
+from memory.text.language import HAN, HAN_SPACE, simplified
 from memory.text.statements import I_ALONE, NOT_A_SUBJECT_END, THE_USER, continues, split_text
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -1112,6 +1113,51 @@ def _corrected(
 
 
 def extract_rules(text: str, now: datetime, known: Sequence[Known] = ()) -> Extraction:
+    """Extract the statements of one user message, in the user's own characters.
+
+    A message in traditional Chinese ("下個月12號要去牙醫那邊洗牙") is read in simplified
+    characters, as the model and the patterns were written (`simplified`), and what is kept
+    from it is given back in the user's characters (`_in_own_characters`). See `_extract`.
+    """
+    said = simplified(text)
+    out = _extract(said, now, known)
+    return out if said == text else _in_own_characters(out, text, said)
+
+
+def _in_own_characters(out: Extraction, text: str, said: str) -> Extraction:
+    """Return `out` with what it took from `said` in the characters of `text` it was read from.
+
+    What was copied from the message (a run of two characters or more) is given back as the
+    user typed it at that place; the frame around it ("用户说：…") stays as written. A
+    conversion that changed the length of the text (a phrase made shorter) cannot be
+    followed: what was taken stays as read.
+    """
+    if len(said) != len(text):
+        return out
+
+    def own(value: str) -> str:
+        blocks = SequenceMatcher(None, value, said, autojunk=False).get_matching_blocks()
+        parts, at = [], 0
+        # A run of one character may be a word of the frame that the message also says.
+        for i, j, n in (b for b in blocks if b.size > 1):
+            parts += [value[at:i], text[j : j + n]]
+            at = i + n
+        return "".join(parts) + value[at:]
+
+    memories = [
+        m.model_copy(
+            update={
+                "content": own(m.content),
+                "subject": own(m.subject),
+                "value": own(m.value) if isinstance(m.value, str) else m.value,
+            }
+        )
+        for m in out.memories
+    ]
+    return Extraction(memories=memories, forget=out.forget)
+
+
+def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extraction:
     """Extract the statements of one user message, read by the understanding model.
 
     The model (`memory.understanding`) says what each sentence is: a statement (to remember

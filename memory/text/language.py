@@ -7,6 +7,7 @@ a text holds Chinese characters at all (for tokenizing and matching words).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -42,3 +43,27 @@ def language_of(text: str) -> Lang:
     han = len(HAN_CHAR.findall(text))
     latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
     return "zh" if han > 0 and han >= latin / 3 else "en"
+
+
+@functools.cache
+def _to_simplified() -> object:
+    from opencc import OpenCC  # its tables ship in the package: no download
+
+    return OpenCC("t2s")
+
+
+def simplified(text: str) -> str:
+    """Return a text with its traditional Chinese characters in simplified form.
+
+    Users in Taiwan and Hong Kong write traditional characters ("別記了", "我對芒果過敏"),
+    which the understanding model and the request patterns, written in simplified ones, do
+    not read. What is kept stays in the user's own characters; only how it is read changes.
+    """
+    if not has_han(text):
+        return text
+    read = str(_to_simplified().convert(text))  # type: ignore[attr-defined]
+    if len(read) != len(text):
+        return read
+    # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside
+    # the basic plane that no corpus line uses: they stay as typed.
+    return "".join(own if ord(new) > 0xFFFF else new for own, new in zip(text, read, strict=True))

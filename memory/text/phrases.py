@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from memory.lexical.bm25 import STOP_WORDS, stem, tokenize
 from memory.store.records import MemoryRecord, normalize_text
-from memory.text.language import HAN, HAN_CHAR
+from memory.text.language import HAN, HAN_CHAR, simplified
 
 __all__ = [
     "TOLD",
@@ -163,7 +163,9 @@ def phrase_of(text: str, *, clause: bool = False, request: bool = False) -> Phra
         request: The words are cut from a user's request ("Forget about Mark."): a word
             capitalised there is a name, and only the capitalised word matches it.
     """
-    folded = unicodedata.normalize("NFKC", text)
+    # Chinese is matched in simplified characters, on both sides (`states`): a request in one
+    # script reaches a record in the other.
+    folded = simplified(unicodedata.normalize("NFKC", text))
     # A statement's words keep their -ing: "running" is not "run" ("I run a bakery").
     spell = _inflection if clause else stem
     words = frozenset(
@@ -253,7 +255,7 @@ def states(text: str, phrase: Phrase) -> bool:
         if not phrase.words <= have:
             return False
     if phrase.zh:
-        folded = unicodedata.normalize("NFKC", text)
+        folded = simplified(unicodedata.normalize("NFKC", text))
         return any(_has_zh_word(folded, w) for w in phrase.zh)
     return True
 
