@@ -41,6 +41,7 @@ from memory.privacy.checksums import (
 )
 from memory.privacy.secrets import vendor_secret_spans
 from memory.privacy.spoken_digits import spell_out
+from memory.text.language import simplified
 
 # Kinds, in the words used when telling the user what was not remembered.
 LABELS = {
@@ -511,14 +512,19 @@ def find_sensitive(text: str) -> list[Finding]:
     """Find the sensitive spans in a text.
 
     Args:
-        text: Any text, in any language; full-width characters are understood, and so are
-            numbers written out digit by digit ("four one one one ...", "幺三八...").
+        text: Any text, in any language; full-width characters and traditional Chinese
+            are understood, and so are numbers written out digit by digit ("four one one
+            one ...", "幺三八...").
 
     Returns:
         The spans in order, without overlaps. Where two overlap, the earlier (then the longer)
         one is kept.
     """
     folded = text.translate(_FOLD)
+    # Keywords in traditional characters (密碼, 身分證) are read as in simplified ones; a
+    # conversion that keeps the length keeps every span where it was.
+    read = simplified(folded)
+    folded = read if len(read) == len(folded) else folded
     found = _scan(folded)
     spelled = spell_out(folded)
     if spelled is not None:

@@ -21,6 +21,7 @@ from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.offline_rules import extract_rules
 from graphs.settings import Settings
+from memory.privacy.screen import find_sensitive, redact
 from memory.requests import forget_requests
 from memory.service import MemoryService
 from memory.text.asking import asks_by_form
@@ -64,6 +65,14 @@ def test_a_topic_in_one_script_matches_a_record_in_the_other() -> None:
     assert states("用户说：我對芒果過敏。", phrase_of("芒果过敏"))
     assert states("用户说：我对芒果过敏。", phrase_of("芒果過敏"))
     assert not states("用户说：我對花生過敏。", phrase_of("芒果過敏"))
+
+
+def test_a_password_said_in_traditional_characters_is_found_where_it_was() -> None:
+    said = "我家WiFi密碼是 lemon-sky-4491，記一下"
+    found = find_sensitive(said)
+    assert [f.kind for f in found] == ["password"], found
+    assert "lemon" not in redact(said, found) and "記一下" in redact(said, found)
+    assert not find_sensitive("我對芒果過敏，吃了嘴巴會腫")
 
 
 async def test_a_request_in_traditional_characters_forgets_its_item_and_keeps_the_rest(
