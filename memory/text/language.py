@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Literal
+from typing import Any, Literal
 
 HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff"
 """Han characters: the CJK unified ideographs, their extensions and compatibility forms."""
@@ -46,7 +46,7 @@ def language_of(text: str) -> Lang:
 
 
 @functools.cache
-def _to_simplified() -> object:
+def _to_simplified() -> Any:
     from opencc import OpenCC  # its tables ship in the package: no download
 
     return OpenCC("t2s")
@@ -61,7 +61,7 @@ def simplified(text: str) -> str:
     """
     if not has_han(text):
         return text
-    read = str(_to_simplified().convert(text))  # type: ignore[attr-defined]
+    read = str(_to_simplified().convert(text))
     if len(read) != len(text):
         return read
     # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside
