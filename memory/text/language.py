@@ -52,16 +52,23 @@ def _to_simplified() -> Any:
     return OpenCC("t2s")
 
 
+_DIALECT = str.maketrans({"嫑": "别", "覅": "别"})
+"""Characters of dialects that fuse 不要 / 勿要 into one (嫑 in Shaanxi and Gansu, 覅 in Wu),
+read as 别, which says the same in one character. No corpus line has either: unread, "嫑记着了"
+took 嫑 for the topic of a forget request."""
+
+
 def simplified(text: str) -> str:
     """Return a text with its traditional Chinese characters in simplified form.
 
     Users in Taiwan and Hong Kong write traditional characters ("別記了", "我對芒果過敏"),
     which the understanding model and the request patterns, written in simplified ones, do
-    not read. What is kept stays in the user's own characters; only how it is read changes.
+    not read; dialect characters for "don't" are read as 别 (`_DIALECT`). What is kept stays
+    in the user's own characters; only how it is read changes.
     """
     if not has_han(text):
         return text
-    read = str(_to_simplified().convert(text))
+    read = str(_to_simplified().convert(text)).translate(_DIALECT)
     if len(read) != len(text):
         return read
     # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside

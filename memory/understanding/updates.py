@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
+from memory.store.records import TURN_SUBJECT
 from memory.text.language import has_han
 from memory.understanding import FAMILY_PREFIX
 from memory.understanding.topics import family_of, pick, similarities
@@ -152,7 +153,9 @@ def changed_record(
     near = everything[pool]
     at = pick(near, floor, margin)
     if at is None:
-        at = _by_a_term(sentence, near, [records[i][1] for i in pool])
+        at = _by_a_term(
+            sentence, near, [records[i][1] for i in pool], [records[i][0] for i in pool]
+        )
     if at is None and len(pool) < len(records):
         # The family read may be wrong where the update is plainly about one record of
         # another ("网费换成联通的了，一个月才49" read as possessions, the 电信
@@ -165,18 +168,24 @@ def changed_record(
     return pool[at]
 
 
-def _by_a_term(sentence: str, near: np.ndarray, contents: Sequence[str]) -> int | None:
+def _by_a_term(
+    sentence: str, near: np.ndarray, contents: Sequence[str], subjects: Sequence[str] = ()
+) -> int | None:
     """Return the one record of a pool an update names by a word, when near enough.
 
     A new person in a role shares only the role's word with the old one ("班主任换了 新来的
     姓周" and "我们班主任是王老师"): the one record that alone shares a naming word with
-    the update (`naming_terms`) is taken, from `TERM_FLOOR`.
+    the update (`naming_terms`) is taken, from `TERM_FLOOR`. Not a raw statement (of
+    `subjects`, `episode.turn.…`): a whole message, a word shared with it says nothing of
+    what changed. News of an allergy ("last time I ate it …") shared "time" with the raw
+    statement of the user's job ("… shifts at a time") and took its place.
     """
     words = naming_terms(sentence)
     sharing = [i for i, c in enumerate(contents) if words & naming_terms(record_text(c))]
     if len(sharing) != 1 or near[sharing[0]] < TERM_FLOOR:
         return None
-    return sharing[0]
+    raw = sharing[0] < len(subjects) and subjects[sharing[0]].startswith(TURN_SUBJECT)
+    return None if raw else sharing[0]
 
 
 def update_similarities(sentence: str, contents: Sequence[str]) -> np.ndarray:

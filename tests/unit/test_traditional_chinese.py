@@ -95,3 +95,13 @@ async def test_a_request_in_traditional_characters_forgets_its_item_and_keeps_th
     kept = " | ".join(r.content for r in MemoryService(store, index).list("u", include_turns=True))
     assert "芒果" not in kept, kept
     assert "台中" in kept, kept
+
+
+def test_dialect_characters_for_dont_are_read_as_bie_and_kept_as_typed() -> None:
+    # 嫑 (Shaanxi, Gansu) and 覅 (Wu) fuse "不要" into one character; no corpus line has
+    # either. Unread, "嫑记着了" made 嫑 the topic of a forget request.
+    assert simplified("韭菜嫑放，覅放葱") == "韭菜别放，别放葱"
+    [request] = forget_requests("我弟弟换工作那件事，嫑记着了。")
+    assert "弟弟" in request.query and "嫑" not in request.query, request
+    kept = [m.content for m in extract_rules("我对芒果过敏，凉菜里嫑放。", NOW).memories]
+    assert kept and any("芒果" in k for k in kept) and not any("别" in k for k in kept), kept

@@ -216,3 +216,19 @@ async def test_an_update_of_a_memory_shown_as_its_raw_statement_changes_it(index
         "User said: switched my haircuts to a barber on King Street, Verde closed."
     ], typed
     assert not typed[0].subject.startswith(("work.", "episode."))
+
+
+def test_an_update_takes_no_raw_statement_for_a_word_they_share() -> None:
+    # A raw statement is a whole message: news of an allergy shared "time" with the raw
+    # statement of the user's job ("… at a time") and took its place. A word shared with a
+    # typed statement may still name what changed (a role: `_by_a_term`).
+    records = [
+        ("episode.turn.t1", "I drive a bin lorry for the council, twelve hour shifts at a time"),
+        ("episode.turn.t2", "my knees have been playing up since the autumn"),
+        ("diet.coffee", "User said: two sugars in my tea, always."),
+    ]
+    update = "heads up, I'm allergic to sesame, last time I ate it my throat closed up"
+    assert changed_record(update, "health", records) is None
+    # The raw statement the news is plainly about is still taken, by its nearness.
+    move = "I've left the council, I drive a delivery van for a bakery now"
+    assert changed_record(move, "work", records) == 0
