@@ -70,6 +70,8 @@ FRESH_SETS = {
     "fresh39": DATA / "understanding_fresh39.json",
     "fresh40": DATA / "understanding_fresh40.json",
     "fresh41": DATA / "understanding_fresh41.json",
+    "fresh42": DATA / "understanding_fresh42.json",
+    "fresh43": DATA / "understanding_fresh43.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -105,7 +107,8 @@ were the thirty-sixth and thirty-seventh. The thirty-eighth was first run before
 next stop's work and read then; the thirty-ninth was kept unread until that stop's work was
 in, run again, then read. The fortieth was first run before any of the next stop's work and
 read then; the forty-first was kept unread until that stop's first work was in, run again,
-then read."""
+then read; so were the forty-second (read at once) and the forty-third (kept unread until
+that stop's first work was in)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

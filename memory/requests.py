@@ -163,6 +163,9 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         m = pat.match(s)
         if m is None:
             continue
+        # Asked twice over ("我表哥找工作那事 莫存了 删掉咯"): the topic is before the first.
+        while pat is topic_first and (inner := pat.match(m["q"].strip(" ，,"))) is not None:
+            m = inner
         # "Delete the file" is a task, not a memory: deleting needs a word about memory.
         if pat is _FORGET_EN[2] and not _ABOUT_MEMORY.search(s):
             continue
@@ -197,12 +200,17 @@ _TOPIC_FIRST_EN = re.compile(
     re.I,
 )
 # The topic first, with no 把 (`_FORGET_ZH` reads those), asked ("我周末打球那个也删掉呗");
-# "照片都删掉了" says what was done, so it must end as a request does.
+# "照片都删掉了" says what was done, so it must end as a request does: with a particle that
+# asks (`_ASKING_PARTICLE`), or as "don't keep it" (别, or 莫 in the south-west and Hunan).
+_ASKING_PARTICLE = "吧|呗|啊|呀|哈|噻|咯|哟"
+"""Sentence-final particles that make a bare verb a request (a closed class): 噻 and 咯 as
+said in Hunan and Sichuan ("那条删掉噻"). Not 嘛: "X了就X了嘛" (so what if it is) is said of
+what was forgotten too, and would take back the last statement."""
 _TOPIC_FIRST_ZH = re.compile(
     r"^(?:(?:请|麻烦你?|另外|还有|然后|对了|哦|那就|还是)[，, ]*)*(?P<q>[^把]+?)[，,]?"
     r"(?:你)?(?:帮我)?(?:也|都|就|一起|一并)?(?:给我)?"
-    r"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:吧|呗|啊|呀|哈)+"
-    r"|(?:别|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
+    rf"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:{_ASKING_PARTICLE})+"
+    r"|(?:别|莫|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
 _REASON_BREAK = re.compile(rf"(\s*[，,]\s*|{HAN_SPACE})")
 _LAST_CLAUSE = re.compile(rf"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*|{HAN_SPACE}")

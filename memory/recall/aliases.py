@@ -40,7 +40,7 @@ __all__ = [
 
 RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sister": (("sister", "sis"), ()),
-    "younger sister": ((), ("妹妹", "小妹", "妹")),
+    "younger sister": ((), ("妹妹", "小妹", "老妹", "妹")),
     "older sister": ((), ("姐姐", "大姐", "姐")),
     "brother": (("brother", "bro"), ()),
     "younger brother": ((), ("弟弟", "小弟", "弟")),

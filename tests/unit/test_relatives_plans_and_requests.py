@@ -215,3 +215,11 @@ def test_a_forget_request_reaches_the_other_half_by_any_word_and_no_one_else(
     left = " | ".join(r.content for r in service.list("u"))
     assert not [w for w in gone if w in left], left
     assert all(w in left for w in kept), left
+
+
+def test_laomei_is_a_younger_sister_in_a_statement_and_in_a_request() -> None:
+    # 老妹 (north-east and Hunan) is "my younger sister": said of her, a statement is filed
+    # under her, and a request about her reaches what is filed there.
+    said = extract_rules("我老妹在长沙读师范，明年毕业", NOW).memories
+    assert said and all(m.subject.startswith("family.妹妹") for m in said), said
+    assert relation_in("我老妹那边的事都莫存了") == "妹妹"

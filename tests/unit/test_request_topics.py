@@ -36,11 +36,22 @@ def test_a_topic_said_before_the_request_is_the_topic() -> None:
     assert "健身" in words and "给我" not in words and "嘛" not in words, words
 
 
+def test_a_bare_verb_with_no_particle_that_asks_is_no_request() -> None:
+    # What was done ("照片都删掉了"), or an edit of a text, is no request to forget.
+    assert forget_requests("照片都删掉了") == []
+    assert forget_requests("上面那段的错别字删掉咯") == []
+
+
 @pytest.mark.parametrize(
     ("said", "topic"),
     [
         ("I'd sooner you didn't hold on to my work address, clear that out", "work address"),
         ("the salsa classes, wipe it off too", "salsa classes"),
+        # 噻 and 咯 end a request as 吧 does, and 莫 is "don't" (Hunan, Sichuan); asked twice
+        # over, the topic is before the first request.
+        ("我表哥找工作那事 删掉噻", "表哥找工作"),
+        ("我前任那些 你莫存了", "前任"),
+        ("我表哥找工作那事 莫存了 删掉咯", "表哥找工作"),
     ],
 )
 def test_a_topic_before_a_request_with_a_particle_is_not_what_was_just_said(
@@ -49,6 +60,7 @@ def test_a_topic_before_a_request_with_a_particle_is_not_what_was_just_said(
     # "clear that out" after the topic points back at it, not at the last statement.
     (found,) = forget_requests(said)
     assert not is_deictic(found.query) and topic in forget_words(found), found
+    assert "莫" not in forget_words(found) and "存了" not in forget_words(found), found
 
 
 @pytest.mark.parametrize(
