@@ -417,7 +417,9 @@ def archivable(
     # Of a message no memory was taken from, what the model reads as small talk or a question
     # at all is no statement: "recipe for pancakes without eggs" (a question, at 0.38) kept
     # raw would come back for "what can't I eat?". Of a message that said
-    # something, its asides stay with it ("…我爸生日是腊月初八，正好喝腊八粥").
+    # something, its asides stay with it ("…我爸生日是腊月初八，正好喝腊八粥"), and so does
+    # a part read as asking that neither asks by its form nor asks for help: the heads read
+    # sentences, and of a statement's parts they took "叫豆豆 会作揖" for one, kept nowhere.
     said_something = {st.message_id for st in statements if st.id in stated}
     return [
         st
@@ -425,8 +427,14 @@ def archivable(
         if st.id in stated
         or not (
             r.small_talk
-            or r.asks
-            or r.asking
+            or (
+                (r.asks or r.asking)
+                and (
+                    st.message_id not in said_something
+                    or asks_by_form(st.text)
+                    or only_asks_for_help(st.text)
+                )
+            )
             or (st.message_id not in said_something and r.intent in ("chitchat", "question"))
         )
     ]

@@ -52,6 +52,18 @@ async def _kept_after(index: object, texts: tuple[str, ...]) -> list[str]:
     return [r.content for r in MemoryService(store, index).list("u", include_turns=True)]  # type: ignore[arg-type]
 
 
+async def test_a_part_of_a_statement_read_as_asking_with_no_form_of_a_question_is_kept(
+    index: object,
+) -> None:
+    # The asking heads read sentences; of a statement's parts, "叫豆豆 会作揖" (the dog's
+    # name) read as asking and was kept nowhere. A part that asks by its form is still no
+    # statement, and a message that states nothing keeps none of it.
+    kept = await _kept_after(index, ("我养了条柯基 叫豆豆 会作揖 还会装死",))
+    assert any("豆豆" in k for k in kept), kept
+    kept = await _kept_after(index, ("我膝盖最近老疼，有什么拉伸动作推荐吗",))
+    assert not any("拉伸" in k for k in kept), kept
+
+
 async def test_small_talk_is_not_kept_raw(index: object) -> None:
     kept = await _kept_after(index, ("Morning!", "lol ok", "晚安！", "My cat Pixel is sixteen."))
     assert not {"Morning!", "lol ok", "晚安！"} & set(kept), kept
