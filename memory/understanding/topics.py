@@ -109,7 +109,8 @@ def by_meaning(
     if not words.strip():
         return []
     units = _statements(records)
-    if read_utterance(words).medicine:
+    # A word for medicines in general names one, whatever else is said with it (`_ANY_MEDICINE`).
+    if read_utterance(words).medicine or _ANY_MEDICINE.search(words):
         taken = _medicines(words, units)
         if taken:
             return [r for u in taken for r in u.records]

@@ -19,6 +19,7 @@ from memory.extraction import Extraction, ForgetRequest
 from memory.lifecycle import forget_targets
 from memory.service import MemoryService
 from memory.store.records import MemoryRecord, Source
+from memory.understanding import read_utterance
 from memory.understanding.topics import by_meaning, family_of
 
 
@@ -214,6 +215,23 @@ def test_medicine_in_general_takes_the_medicine_the_encoder_does_not_know(
     # The encoder finds the allergy or the breakfast nearer to "my meds" than a drug's name;
     # the model's medicine head reads both sides (`topics._medicines`).
     assert [r.id for r in by_meaning(words, MEDICINE_POOLS[lang])] == ["r2"]
+
+
+def test_a_word_for_medicines_names_them_whatever_is_said_with_it() -> None:
+    # Said with more words, the medicine head reads no medicine in the request, and no one
+    # of two health messages was clearly nearest: a word for medicines in general
+    # (`topics._ANY_MEDICINE`, a closed class) is enough, and takes the medicine only.
+    pool = [
+        rec(1, "health.ramipril",
+            "User said: the GP started me on ramipril over the summer for my blood pressure."),
+        rec(2, "health.sesame",
+            "User said: heads up I'm allergic to sesame, last time my throat closed up."),
+        rec(3, "possessions.caravan", "User said: we tow an old caravan to Cornwall every August."),
+        rec(4, "health.knee", "User said: my left knee clicks going up the stairs."),
+    ]  # fmt: skip
+    words = "everything I ever said regarding my tablets"
+    assert not read_utterance(words).medicine
+    assert [r.id for r in by_meaning(words, pool)] == ["r1"]
 
 
 def test_medicine_takes_medicines_only() -> None:
