@@ -30,7 +30,9 @@ _YES_NO_EN = re.compile(
     rf"|(?:have|has|had)(?:n't|nt)?\s+(?:{_PRONOUN_EN})\b)",
     re.I,
 )
-_WH_START_EN = re.compile(r"^(?:what|where|when|why|how|who|whom|whose|which)\b", re.I)
+# A wh-word contracted with no apostrophe ("whats the med I'm on", "wheres the nearest
+# chemist") is one as typed quickly.
+_WH_START_EN = re.compile(r"^(?:what|where|when|why|how|who|whom|whose|which)s?\b", re.I)
 # "Any" opening a sentence with no verb of its own asks ("any good curry houses round mine",
 # "any ideas"), as does a last part that asks for them ("doing a roast sunday, any ideas"); "any
 # day now", "anyway" do not.

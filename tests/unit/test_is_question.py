@@ -66,6 +66,9 @@ ZH_STATEMENTS = [
     "苦瓜我一口都咽不下 打小就这样 谁劝我吃我跟谁急",
 ]
 EN_QUESTIONS = [
+    # Contracted with no apostrophe, as typed quickly.
+    "whats the name of my eye drops",
+    "wheres the closest post office to me",
     "Where do I live?",
     "what is my dog's name",
     "Do I like sushi",
