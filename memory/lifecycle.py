@@ -64,16 +64,16 @@ _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
     "allergy": ("health.allergy",),
     "allergies": ("health.allergy",),
     "过敏": ("health.allergy",),
-    "phone": ("contact.",),
-    "email": ("contact.",),
-    "email address": ("contact.",),
-    "邮箱地址": ("contact.",),
+    "phone": ("contact.",), "email": ("contact.",),
+    "email address": ("contact.",), "邮箱地址": ("contact.",),
     "电子邮件地址": ("contact.",),
     "电话": ("contact.",),
     "邮箱": ("contact.",),
-    "birthday": ("profile.birthday",),
-    "生日": ("profile.birthday",),
-}
+    "birthday": ("profile.birthday",), "生日": ("profile.birthday",),
+    # The children together are no one relative (`aliases.KIN`): each child's subject.
+    "kids": ("family.son", "family.daughter"), "children": ("family.son", "family.daughter"),
+    "孩子": ("family.儿子", "family.女儿"),
+}  # fmt: skip
 # A forget request made of these words points at the user's latest statement.
 _DEICTIC = re.compile(
     r"^(?:it|that|this|those|these|that one|this one|the last one|all that|all of that"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from memory.extraction import ForgetRequest, has_cjk, trim_phrase
-from memory.recall.aliases import relation_in
+from memory.recall.aliases import relation_in, relations_in
 from memory.text.asking import (
     POLITE_END,
     asks_a_favour,
@@ -318,6 +318,15 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     # ("…the allotment. my brother wants it kept quiet") is not what is asked. The topic's
     # words are read on their own too, and a relative they name comes first: "还有我对象那条，
     # 帮我删了吧，最近有点情况" reads whole as about another family than its topic.
+    # Of two relatives ("my sister and my mum", "我先生和女儿的事"), each is asked about:
+    # filed under the first alone, the second's statements stayed.
+    relatives = relations_in(query) if subject is None and reading.target == "family" else {}
+    if len(relatives) > 1 and "family" in (reading.family, read_utterance(query).family):
+        return [
+            ForgetRequest(query=word, subject=f"{FAMILY_PREFIX['family']}.{who}" if who else None)
+            for word in relatives.values()
+            for who in [relation_in(word)]
+        ]
     who = relation_in(query) if subject is None and reading.target == "family" else None
     if who is not None and "family" in (reading.family, read_utterance(query).family):
         subject = f"{FAMILY_PREFIX['family']}.{who}"

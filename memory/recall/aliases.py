@@ -56,7 +56,7 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "parents": (("parents",), ("爸妈", "父母")),
     "wife": (("wife", "missus", "wifey"), ("老婆", "妻子", "太太", "爱人", "媳妇儿", "媳妇")),
-    "husband": (("husband", "hubby"), ("老公", "丈夫")),
+    "husband": (("husband", "hubby"), ("老公", "丈夫", "我先生")),
     "partner": (
         ("partner", "spouse", "other half"),
         ("对象", "伴侣", "老伴儿", "老伴", "那口子", "另一半", "我家那位"),

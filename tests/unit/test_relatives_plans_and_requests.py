@@ -223,3 +223,44 @@ def test_laomei_is_a_younger_sister_in_a_statement_and_in_a_request() -> None:
     said = extract_rules("我老妹在长沙读师范，明年毕业", NOW).memories
     assert said and all(m.subject.startswith("family.妹妹") for m in said), said
     assert relation_in("我老妹那边的事都莫存了") == "妹妹"
+
+
+def test_wo_xiansheng_is_a_husband_and_no_mister_is() -> None:
+    # "我先生" is "my husband": his name was filed as the user's own (`profile.name`) and
+    # superseded it. "王先生" (Mr Wang) and "先生您好" name no relative.
+    said = extract_rules("我先生叫陈立，在区医院做麻醉医生", NOW).memories
+    assert said and all(m.subject.startswith("family.老公") for m in said), said
+    assert relation_in("王先生是我的房东") is None
+    assert relation_in("先生您好，请问几位") is None
+
+
+@pytest.mark.parametrize(
+    ("said", "request_", "kept"),
+    [
+        (["My sister Ana is a nurse in Porto.", "My mum lives in Faro.", "I work at a bakery."],
+         "forget what I said about my sister and my mum", "bakery"),
+        (["我先生叫陈立，在区医院做麻醉医生。", "女儿叫陈果，今年七岁。", "我在银行上班。"],
+         "我先生和女儿的事你都别记了", "银行"),
+    ],
+)  # fmt: skip
+def test_a_request_naming_two_relatives_forgets_each(
+    service: MemoryService, said: list[str], request_: str, kept: str
+) -> None:
+    # Filed under the first relative alone, what was said of the second stayed.
+    save_said(service, said, NOW)
+    service.save(
+        "u", Extraction(forget=forget_requests(request_)), Source(thread_id="t", said_at=NOW)
+    )
+    left = [r.content for r in service.list("u") if r.kind != "episode"]
+    assert len(left) == 1 and kept in left[0], left
+
+
+def test_the_children_together_are_each_child(service: MemoryService) -> None:
+    # "孩子" / "the kids" is no one relative: a request about them reaches each child's
+    # subject, not only statements that say the word.
+    save_said(service, ["My daughter Ella starts school in September.", "My son Tom plays rugby.",
+                        "I work at a bakery."], NOW)  # fmt: skip
+    request = forget_requests("forget everything about the kids")
+    service.save("u", Extraction(forget=request), Source(thread_id="t", said_at=NOW))
+    left = [r.content for r in service.list("u", include_turns=True)]
+    assert not any("Ella" in c or "Tom" in c for c in left) and any("bakery" in c for c in left)
