@@ -52,10 +52,11 @@ def _to_simplified() -> Any:
     return OpenCC("t2s")
 
 
-_DIALECT = str.maketrans({"嫑": "别", "覅": "别"})
-"""Characters of dialects that fuse 不要 / 勿要 into one (嫑 in Shaanxi and Gansu, 覅 in Wu),
-read as 别, which says the same in one character. No corpus line has either: unread, "嫑记着了"
-took 嫑 for the topic of a forget request."""
+_DIALECT = str.maketrans({"嫑": "别", "覅": "别", "咥": "吃"})
+"""Dialect characters read as the one character of standard writing that says the same: 嫑
+(Shaanxi, Gansu) and 覅 (Wu) fuse 不要 / 勿要 into one, read as 别; 咥 is "eat" in Shaanxi.
+No corpus line has any: unread, "嫑记着了" took 嫑 for the topic of a forget request, and a
+meal asked with 咥 was about nothing."""
 
 
 def simplified(text: str) -> str:
@@ -63,7 +64,7 @@ def simplified(text: str) -> str:
 
     Users in Taiwan and Hong Kong write traditional characters ("別記了", "我對芒果過敏"),
     which the understanding model and the request patterns, written in simplified ones, do
-    not read; dialect characters for "don't" are read as 别 (`_DIALECT`). What is kept stays
+    not read; dialect characters are read as their standard ones (`_DIALECT`). What is kept stays
     in the user's own characters; only how it is read changes.
     """
     if not has_han(text):

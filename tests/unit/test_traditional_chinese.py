@@ -27,6 +27,7 @@ from memory.service import MemoryService
 from memory.text.asking import asks_by_form
 from memory.text.language import simplified
 from memory.text.phrases import phrase_of, states
+from memory.understanding import read_utterance
 
 NOW = datetime(2026, 12, 7, 12, 0)
 
@@ -101,6 +102,9 @@ def test_dialect_characters_for_dont_are_read_as_bie_and_kept_as_typed() -> None
     # 嫑 (Shaanxi, Gansu) and 覅 (Wu) fuse "不要" into one character; no corpus line has
     # either. Unread, "嫑记着了" made 嫑 the topic of a forget request.
     assert simplified("韭菜嫑放，覅放葱") == "韭菜别放，别放葱"
+    # 咥 is "eat" in Shaanxi: a meal asked with it is about the user's diet.
+    assert simplified("中午咥点啥好") == "中午吃点啥好"
+    assert read_utterance("中午咥点啥好").asked == "diet"
     [request] = forget_requests("我弟弟换工作那件事，嫑记着了。")
     assert "弟弟" in request.query and "嫑" not in request.query, request
     kept = [m.content for m in extract_rules("我对芒果过敏，凉菜里嫑放。", NOW).memories]
