@@ -30,7 +30,7 @@ _YES_NO_EN = re.compile(
     rf"|(?:have|has|had)(?:n't|nt)?\s+(?:{_PRONOUN_EN})\b)",
     re.I,
 )
-# A wh-word contracted with no apostrophe ("whats the med I'm on", "wheres the nearest
+# A wh-word contracted with no apostrophe ("whats the bus into town", "wheres the nearest
 # chemist") is one as typed quickly.
 _WH_START_EN = re.compile(r"^(?:what|where|when|why|how|who|whom|whose|which)s?\b", re.I)
 # "Any" opening a sentence with no verb of its own asks ("any good curry houses round mine",

@@ -24,7 +24,7 @@ import numpy as np
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
 from memory.store.records import TURN_SUBJECT
 from memory.text.language import has_han
-from memory.understanding import FAMILY_PREFIX
+from memory.understanding import FAMILY_PREFIX, read_utterance
 from memory.understanding.topics import family_of, pick, similarities
 
 UPDATE_FLOOR = 0.26
@@ -107,8 +107,15 @@ the pool: it is why no other record is clearly nearest."""
 
 
 def may_change(sentence: str, subject: str, content: str) -> bool:
-    """Return True if an update may change the record it is nearest to (`NAMED_ONLY`)."""
-    return family_of(subject) not in NAMED_ONLY or bool(
+    """Return True if an update may change the record it is nearest to (`NAMED_ONLY`).
+
+    A raw statement (`episode.turn.…`) is of the family the model reads in its words: news
+    of a sesame allergy was nearest the raw "my knees have been playing up" and ended it.
+    """
+    family = family_of(subject)
+    if subject.startswith(TURN_SUBJECT):
+        family = read_utterance(record_text(content)).family
+    return family not in NAMED_ONLY or bool(
         naming_terms(sentence) & naming_terms(record_text(content))
     )
 

@@ -221,14 +221,20 @@ async def test_an_update_of_a_memory_shown_as_its_raw_statement_changes_it(index
 def test_an_update_takes_no_raw_statement_for_a_word_they_share() -> None:
     # A raw statement is a whole message: news of an allergy shared "time" with the raw
     # statement of the user's job ("… at a time") and took its place. A word shared with a
-    # typed statement may still name what changed (a role: `_by_a_term`).
+    # typed statement may still name what changed (a role: `_by_a_term`). And a raw statement
+    # is of the family the model reads in its words: news of an allergy was clearly nearest
+    # the raw statement about the user's knees, and ended it (health: `NAMED_ONLY`).
     records = [
         ("episode.turn.t1", "I drive a bin lorry for the council, twelve hour shifts at a time"),
         ("episode.turn.t2", "my knees have been playing up since the autumn"),
         ("diet.coffee", "User said: two sugars in my tea, always."),
     ]
-    update = "heads up, I'm allergic to sesame, last time I ate it my throat closed up"
-    assert changed_record(update, "health", records) is None
+    for update in [
+        "just so you know I'm allergic to sesame, last time I ate it my throat closed up",
+        "fyi I'm allergic to sesame, last time I had it my throat closed up",
+    ]:
+        assert changed_record(update, "health", records) is None, update
     # The raw statement the news is plainly about is still taken, by its nearness.
     move = "I've left the council, I drive a delivery van for a bakery now"
     assert changed_record(move, "work", records) == 0
+    assert changed_record("my knees are fine now, the physio sorted them", "health", records) == 1
