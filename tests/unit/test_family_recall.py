@@ -8,15 +8,19 @@ its vector sits near.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 from fakes import save_facts
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
+from scale_checks import leaks
 
+from agent.runner import open_session
 from graphs.context import Context
 from graphs.memory_agent import build_graph
 from graphs.settings import Settings
+from memory.backends import BackendConfig
 from memory.extraction import CandidateMemory, Extraction
 from memory.service import MemoryService
 from memory.store.records import Source
@@ -62,6 +66,23 @@ async def test_a_part_of_a_statement_read_as_asking_with_no_form_of_a_question_i
     assert any("豆豆" in k for k in kept), kept
     kept = await _kept_after(index, ("我膝盖最近老疼，有什么拉伸动作推荐吗",))
     assert not any("拉伸" in k for k in kept), kept
+
+
+async def test_a_part_kept_raw_for_a_misread_question_is_gone_from_disk_when_forgotten(
+    tmp_path: Path,
+) -> None:
+    # The part now kept raw is one more copy of what the user said: it is on disk (the store,
+    # the thread's checkpoint) and a hard forget of it leaves nothing there.
+    home = tmp_path / "home"
+    settings = Settings(backend=BackendConfig(home=str(home)), model="offline")
+    async with open_session(settings) as session:
+        await session.turn("u", "t1", "我养了条柯基 叫豆豆 会作揖 还会装死")
+        assert leaks(home, ["豆豆"], [])
+        while named := [
+            r for r in await session.service.alist("u", include_turns=True) if "豆豆" in r.content
+        ]:
+            await session.service.aforget("u", named[0].id, hard=True)
+        assert leaks(home, ["豆豆"], []) == []
 
 
 async def test_small_talk_is_not_kept_raw(index: object) -> None:
