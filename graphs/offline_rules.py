@@ -431,18 +431,26 @@ def _clauses(sentence: str) -> list[str]:
     return out
 
 
-def _asks_with_a_feeling(sentence: str) -> bool:
-    """Return True if a sentence asks, and its other clauses only say how the user feels.
+def _stated_part(sentence: str) -> str:
+    """Return what a sentence states: itself, or its clauses that do not ask ("" if none).
 
-    "银行柜员以后会不会被机器取代啊，好担心" asks; read whole as an update, it ended what
-    the user does for a living. A clause the model is sure is small talk says nothing
-    (`Reading.small_talk`, the raw archive's bar).
+    Of a sentence the model reads as a statement, a clause that asks by its form states
+    nothing, and the others say what they say without it: read whole, "周五要加班到九点 是不是
+    赶不上那节课了" was news of the user's weekly swim and ended it. "银行柜员以后会不会
+    被机器取代啊，好担心" asks, and what is left only says how the user feels: a clause the
+    model is sure is small talk says nothing (`Reading.small_talk`, the raw archive's bar).
+    A sentence read as a question keeps nothing, its context included ("周末想带孩子出去转转，
+    附近有啥好去处", kept, came back for every question about the weekend).
     """
     parts = _clauses(sentence)
-    if len(parts) < 2 or not any(asks_by_form(p) for p in parts):
-        return False
-    readings = read_utterances(parts)
-    return all(asks_by_form(p) or r.small_talk for p, r in zip(parts, readings, strict=True))
+    asks = [asks_by_form(p) for p in parts]
+    if len(parts) < 2 or not any(asks):
+        return sentence
+    rest = [p for p, a in zip(parts, asks, strict=True) if not a]
+    readings = read_utterances(rest) if rest else []
+    if all(r.small_talk for r in readings):
+        return ""
+    return ("，" if has_cjk(sentence) else ", ").join(rest)
 
 
 # A clause led by a third person ("…, his name is Biscuit", "…，她叫朵朵") says more of what
@@ -1234,10 +1242,11 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
             if not (reading.food or reading.medicine):
                 context = sentence
                 continue
-        if reading.asks or reading.asking or reading.intent == "forget" or asks_by_form(sentence):
+        asks = reading.asks or reading.asking or reading.intent == "forget"
+        if asks or asks_by_form(sentence) or not (stated := _stated_part(sentence)):
             continue  # what asks (by either head or by its form) states nothing
-        if _asks_with_a_feeling(sentence):
-            continue
+        if stated != sentence:  # nor does a clause that asks in a sentence that states
+            sentence, reading = stated, in_context(read_utterance(stated), reading)
         if only_asks_for_help(sentence) and not reading.plans:
             continue  # a request to the assistant, not a plan of the user's ("帮我把…翻成英文：…")
         if _HYPOTHETICAL.search(sentence) or all(

@@ -71,9 +71,11 @@ _FORGET_EN: list[re.Pattern[str]] = [
         re.I,
     ),
     re.compile(
-        _LEAD + r"(?:delet|remov|eras|dropp?|wip|clear|purg|scrubb?)(?:e|ing)?(?: out)? "
+        _LEAD + r"(?:(?:delet|remov|eras|dropp?|wip|clear|purg|scrubb?)(?:e|ing)?(?: out)?"
+        r"|take out|get rid of|bin|ditch|chuck(?: out| away)?) "
         r"(?:(?:everything|all|anything|whatever|what)(?: (?:that )?you (?:know|have|remember|"
-        r"stored|saved|keep))?(?: about| on| of)? |the (?:fact|memory|note|part) (?:that |about )?"
+        r"stored|saved|keep))?(?: about| on| of)? "
+        r"|the (?:fact|memory|note|part|bit|stuff) (?:that |about )?"
         r"|any (?:memory|memories|notes?) (?:of|about) )?"
         r"(?P<q>.*?)(?: from (?:your |the )?(?:memory|memories|notes|records|mind))?$",
         re.I,
@@ -174,6 +176,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first) or _JUST_SAID_EN.match(first):
             return ForgetRequest(query=that)
         topic = _FROM_NOTES.sub("", TOLD.sub("", trim_phrase(topic_clause(m["q"] or ""))))
+        topic = _TOO.sub("", topic)  # "take out the bit about my cousin too"
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
         return ForgetRequest(query=query or that)
     # A reason may follow a request said topic first ("…也删掉呗，最近不去了"): up to a comma.
@@ -212,6 +215,7 @@ _TOPIC_FIRST_ZH = re.compile(
     rf"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:{_ASKING_PARTICLE})+"
     r"|(?:别|莫|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
+_TOO = re.compile(r"(?i)\s+(?:too|as well|also)$")
 _REASON_BREAK = re.compile(rf"(\s*[，,]\s*|{HAN_SPACE})")
 _LAST_CLAUSE = re.compile(rf"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*|{HAN_SPACE}")
 

@@ -36,6 +36,7 @@ from memory.store.records import (
     normalize_text,
 )
 from memory.text.asking import asks_by_form, only_asks_for_help, split_sentences
+from memory.text.language import in_letters
 from memory.text.statements import parts_of
 from memory.understanding import (
     FAMILY_PREFIX,
@@ -179,21 +180,21 @@ def _as_near_as_said(
     return out
 
 
-_ECHO_CHARS = 8
-"""The least letters (and digits) a remark must have to count as said again in a query."""
+_ECHO_CHARS = 8  # the least letters (`in_letters`) a remark must have to count as said again
 
 
 def _echoes(query: str, records: Mapping[str, MemoryRecord], ids: set[str]) -> set[str]:
     """Return the ids of `ids` whose words the query says again beside a question.
 
     A question often comes with a remark ("what are my eye drops called again? the pharmacy
-    form wants it"), and the remark was kept when the question was first asked: asked
-    again, it matched itself far above the answer, which the cut relative to the best hit
-    then dropped. What is said again while asking is no answer to the question, nor is the
-    question itself, kept raw when it was first asked (an event by its words, without the day
-    it was dated: "下周又要面试了，有啥窍门没" kept "下周又要面试了" as one).
+    form wants it", "帮我写段自我介绍，明早面试用"), kept when the question was first asked:
+    asked again, it matched itself far above the answer, which the cut relative to the best
+    hit then dropped. What is said again while asking is no answer, nor is the question,
+    kept raw when first asked ("下周又要面试了，有啥窍门没" kept "下周又要面试了").
     """
-    # Cut at commas too: "我家狗最近掉毛掉得厉害，咋办啊" is one sentence and asks in one part.
+    # Of the latest message only (the one before it is context, `graphs.nodes`), cut at
+    # commas too: "我家猫这两天不爱吃东西，咋整" is one sentence and asks in one part.
+    query = query.rsplit("\n", 1)[-1]
     sentences = [p for s in split_sentences(query) for p in (parts_of(s)[1:] or [s])]
     if len(sentences) < 2:
         return set()
@@ -218,7 +219,7 @@ def _said_words(record: MemoryRecord) -> str:
     """Return what a record says in the user's words, folded and undated ("" if too short)."""
     words = normalize_text(record_text(record.content))
     words = _ISO_END.sub("", words) if record.kind == "event" else words
-    return words if len(words) >= _ECHO_CHARS else ""
+    return words if in_letters(words) >= _ECHO_CHARS else ""
 
 
 class Recall:
@@ -297,8 +298,7 @@ class Recall:
                         self.snapshots.lexical.upsert(user_id, usable.values())
             except IndexUnavailable as exc:
                 log.warning("index unavailable, recalling by words only: %s", exc)
-        # Only candidates and core memories are looked at: the cost of a query must not
-        # grow with every memory the user has.
+        # Only candidates and core memories are looked at: a query's cost must not grow.
         dense = _as_near_as_said(dense, records)
         near = self._family_matches(snap.records, query, k, now, someone=hop is not None)
         matched = {i for i, _ in [*dense, *lexical]} | set(near)

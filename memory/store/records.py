@@ -359,6 +359,17 @@ class MemoryRecord(BaseModel):
             return [str(c) for c in around if c]
         return []
 
+    @property
+    def replaced(self) -> str:
+        """What the memory this one superseded said ("" if it superseded none).
+
+        News of a change rarely says again what it changes ("Lorraine's retired, so I go to
+        Denise now" never says "hair"): the index reads the two together, so a question in
+        the old words finds the new value. Only shown as history, never as a memory.
+        """
+        ended = [h for h in self.history if h.action == "superseded" and h.record_id != self.id]
+        return ended[-1].content if ended else ""
+
     def is_recallable(self, now: datetime) -> bool:
         """Return True if this record may be shown to the model at `now`."""
         if self.status != "active":

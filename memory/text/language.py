@@ -26,6 +26,8 @@ EMOJI = "\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f000-\U0001faff"
 chat message one often stands where a full stop would ("Night shifts again 😴 being a nurse
 is no joke"), so a sentence splitter may end a sentence at one."""
 Lang = Literal["zh", "en"]
+LETTERS_PER_HAN = 3
+"""A Chinese character carries about as much as three Latin letters."""
 
 
 def has_han(text: str) -> bool:
@@ -33,16 +35,21 @@ def has_han(text: str) -> bool:
     return bool(HAN_CHAR.search(text))
 
 
+def in_letters(text: str) -> int:
+    """Return how many Latin letters a text says as much as (`LETTERS_PER_HAN` per character)."""
+    return len(text) + (LETTERS_PER_HAN - 1) * len(HAN_CHAR.findall(text))
+
+
 def language_of(text: str) -> Lang:
     """Return the language a message is written in: `zh` or `en`.
 
     Chinese when it has Chinese characters and they are not swamped by Latin letters (a
-    Chinese character carries about as much as three letters): "Remind me where I bought
+    Chinese character carries about as much as `LETTERS_PER_HAN` letters): "Remind me where I bought
     the 寿司 last week" is English, "帮我查一下 Python 的版本" Chinese.
     """
     han = len(HAN_CHAR.findall(text))
     latin = sum(1 for ch in text if ch.isascii() and ch.isalpha())
-    return "zh" if han > 0 and han >= latin / 3 else "en"
+    return "zh" if han > 0 and han >= latin / LETTERS_PER_HAN else "en"
 
 
 @functools.cache

@@ -103,8 +103,7 @@ def by_meaning(
             filed under another (`_across`); not for a statement, matched as said.
 
     Returns:
-        The records and raw statements to forget, or `[]` when the words name no family, no
-        message of theirs is near enough, or two are about as near.
+        The records and raw statements to forget, or `[]` (no family, none near, two as near).
     """
     if not words.strip():
         return []
@@ -154,8 +153,7 @@ def _across(words: str, said: dict[str, list[_Statement]], weighed: set[str]) ->
     `weighed` and left is left: "my health" names the family, not its nearest message. With
     one message there is nothing for it to be clearly nearer than ("forget steak" after only
     "I like tea"), and nothing is taken. Nor is anything for words that name one thing
-    (`naming_terms`, `_DESCRIBED_HAN`: "杭州", "猫头鹰", "steak"): a name is matched by its
-    words only.
+    (`naming_terms`, `_DESCRIBED_HAN`: "杭州", "猫头鹰", "steak"): a name is matched as said.
     """
     from memory.understanding.updates import naming_terms  # it imports this module
 
@@ -180,8 +178,7 @@ def _across(words: str, said: dict[str, list[_Statement]], weighed: set[str]) ->
 
 
 _ANY_MEDICINE = re.compile(
-    r"(?i)\b(?:pills?|meds?|medications?|medicines?|prescriptions?|drugs?|tablets?|capsules?)\b"
-    r"|药"
+    r"(?i)\b(?:pills?|meds?|medications?|medicines?|prescriptions?|drugs?|tablets?|capsules?)\b|药"
 )
 """The words for medicine in general (a closed class, not a phrasing): "my meds" means each
 one, where a drug's name means that one only."""
@@ -193,13 +190,12 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     The encoder knows few medicines by name: "the pills I'm on" is nearer to "I'm allergic
     to sesame" than to "I take levothyroxine every morning", and "我吃药" to "我对花生过敏"
     than to "每天早上吃一片氨氯地平". The model's medicine head reads both the words and the
-    messages (`Reading.medicine`). Of the messages about a medicine, one
-    clearly nearest the words is what they mean ("my thyroid pill" of two); else all are
-    ("my meds", `_ANY_MEDICINE`); a drug named and not clearly one of them takes nothing. Of
-    each message taken, its medicines go with what is said of health with them
-    (`_said_together`), not a neighbour about something else.
+    messages (`Reading.medicine`). Of the messages about a medicine, one clearly nearest the
+    words is what they mean ("my thyroid pill" of two); else all are ("my meds",
+    `_ANY_MEDICINE`), unless other words name one said of health; a drug named and not clearly
+    one of them takes nothing. Of each message taken, its medicines go with its health too.
     """
-    from memory.understanding.updates import record_text  # it imports this module
+    from memory.understanding.updates import naming_terms, record_text  # it imports this
 
     said = _by_message(units)
     messages = [m for m, r in zip(said, _read_whole(said), strict=True) if r.medicine]
@@ -207,6 +203,12 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
         return []
     best, near = _message_nearness(words, messages, said)
     at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
+    # The words may name the message meant, read as none: what it is for, or its name.
+    other = naming_terms(_ANY_MEDICINE.sub(" ", words)) - _ANY_TOPIC
+    health = [m for m, us in said.items() if any("health" in _families(u) for u in us)]
+    named = [m for m in health if other & naming_terms(" ".join(u.text for u in said[m]))]
+    if at is None and len(named) == 1:  # "甲亢吃药那个" beside a nut allergy's 药 in the bag
+        (best, near), messages, at = _message_nearness(words, named, said), named, 0
     if at is not None:
         chosen = {messages[at]}
     elif _ANY_MEDICINE.search(words):
@@ -253,12 +255,10 @@ def said_around(
 
     "我有鼻炎，每天睡前都要喷一次内舒拿" is filed as the rhinitis and a routine; "我用药那些事
     你别记了" takes the rhinitis by its family, and the spray, which goes on with it
-    (`continued`) and is filed by its kind (`habit.`, read alone as a schedule), must go
-    with it, as must a clause kept only as a raw statement. A clause filed under a family
-    of its own is a statement of its own and stays ("我对花生过敏，平时特别爱吃辣" keeps
-    the spice), except a medicine going on with a health record taken: it is what the
-    condition is treated with ("偏头痛老毛病了，…，包里布洛芬常备" goes whole with "我头疼那个
-    老毛病").
+    (`continued`) and is filed by its kind (`habit.`, read alone as a schedule), must go with
+    it, as must a clause kept only as a raw statement. A clause filed under a family of its
+    own stays ("我对花生过敏，平时特别爱吃辣" keeps the spice), except a medicine going on with
+    a health record taken ("胃不好好些年了，…，包里常备奥美拉唑" goes whole with "我胃那个老毛病").
     """
     said = {sid for r in taken for sid in (r.source.statement_ids or [r.id])}
     going = {cid for sid in said for cid in continued(sid, records)} - said

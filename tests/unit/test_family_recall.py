@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from fakes import save_facts
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -187,21 +188,40 @@ def test_a_meal_brings_the_users_limits_before_remarks_only_the_encoder_finds_ne
     assert {c for _, c in limits} == set(got[:2]), got
 
 
-def test_a_remark_said_again_beside_a_question_is_no_answer_to_it(service: MemoryService) -> None:
+@pytest.mark.parametrize(
+    ("said", "asked", "alone"),
+    [
+        (
+            [
+                ("possessions.car", "User said: I drive a blue Skoda Fabia."),
+                ("possessions.form", "User said: the garage wants it for a form."),
+                ("diet.type", "User is vegetarian."),
+            ],
+            "what car do I drive again? the garage wants it for a form",
+            "the garage form",
+        ),
+        (  # five characters say as much as a long English remark
+            [
+                ("work.job", "用户说：我在一家物流公司做调度。"),
+                ("work.asked", "用户说：明早面试用。"),
+                ("diet.type", "用户吃素。"),
+            ],
+            "帮我写段自我介绍，明早面试用",
+            "明早面试",
+        ),
+    ],
+)
+def test_a_remark_said_again_beside_a_question_is_no_answer_to_it(
+    service: MemoryService, said: list[tuple[str, str]], asked: str, alone: str
+) -> None:
     # Asked before, "the garage wants it for a form" was kept; asked again, it matched itself
     # far above the car, and the cut relative to the best hit dropped the car.
-    said = [
-        ("possessions.car", "User said: I drive a blue Skoda Fabia."),
-        ("possessions.form", "User said: the garage wants it for a form."),
-        ("diet.type", "User is vegetarian."),
-    ]
     save_facts(service, said, T0)
-    asked = "what car do I drive again? the garage wants it for a form"
     got = [h.record.content for h in service.search("u", asked, 5)]
     assert got[0] == said[0][1], got
     assert said[1][1] not in got
     # Said as a statement of its own, it is found as ever.
-    assert said[1][1] in [h.record.content for h in service.search("u", "the garage form", 5)]
+    assert said[1][1] in [h.record.content for h in service.search("u", alone, 5)]
 
 
 def test_a_question_kept_as_a_statement_is_no_answer_when_asked_again(

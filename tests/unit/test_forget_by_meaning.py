@@ -246,6 +246,26 @@ def test_medicine_takes_medicines_only() -> None:
     assert by_meaning("that I take warfarin", pool) == []
 
 
+def test_a_medicine_named_by_what_it_is_for_takes_that_message_only() -> None:
+    # The medicine head reads the pill in the bag beside an allergy as the user's medicine,
+    # and not the drug it does not know said with the condition (read whole): "甲亢吃药那个"
+    # names the condition's message by its word. It took the allergy's message.
+    def said(n: int, message: str, subject: str, content: str) -> MemoryRecord:
+        source = Source(thread_id="t", message_ids=[message])
+        return rec(n, subject, content).model_copy(update={"source": source})
+
+    pool = [
+        said(1, "m1", "health.allergy.芒果", "用户对芒果过敏。"),
+        said(2, "m1", "health.包里常备着药", "用户说：包里常备着药。"),
+        said(3, "m2", "health.我有甲亢", "用户说：我有甲亢。"),
+        said(4, "m2", "habit.每天早上空腹吃一片赛治", "用户说：每天早上空腹吃一片赛治。"),
+        said(5, "m2", "habit.吃完隔半小时才吃早饭", "用户说：吃完隔半小时才吃早饭。"),
+        said(6, "m3", "possessions.电动车", "用户说：我骑一辆电动车上班。"),
+    ]
+    got = {r.id for r in by_meaning("甲亢吃药那个", pool)}
+    assert got and got <= {"r3", "r4", "r5"}, got
+
+
 async def _said(graph: object, texts: list[str]) -> None:
     from langchain_core.messages import HumanMessage
 

@@ -82,8 +82,11 @@ async def test_a_new_day_for_something_else_moves_nothing(index: Any) -> None:
         # the request's own words, cut at its full stop
         ("forget what i told you about my pottery nights. my sister thinks they're a waste",
          "my pottery nights", "sister"),
-        # read by the model: the clause that asks, not the one about a relative
+        # "bin" is a verb of removal: its words too, not the clause about a relative
         ("bin what i said about the allotment. my brother wants it kept quiet",
+         "the allotment", "brother"),
+        # read by the model: the clause that asks, not the one about a relative
+        ("i'd rather you didn't hold onto the allotment stuff. my brother wants it kept quiet",
          "allotment", "brother"),
     ],
 )  # fmt: skip

@@ -23,11 +23,21 @@ from memory.understanding.topics import forget_words
         ("please drop whatever you've got on my bike", "my bike"),
         ("could you stop keeping track of my blood pressure pills", "my blood pressure pills"),
         ("关于我学吉他的那些删掉吧，最近没空练了", "我学吉他"),
+        # Other verbs of removal: said with a reason, the model reads such a request as news.
+        ("take out the bit about Ruth's wedding plans as well", "Ruth's wedding plans"),
+        ("get rid of everything about my knee op", "my knee op"),
+        ("bin everything about my old flat in Deptford", "my old flat in Deptford"),
+        ("ditch anything on my ex", "my ex"),
     ],
 )
 def test_a_request_keeps_only_the_words_of_its_topic(said: str, topic: str) -> None:
     (found,) = forget_requests(said)
     assert forget_words(found) == topic, found
+
+
+@pytest.mark.parametrize("said", ["I binned the old sofa", "we had to get rid of the car"])
+def test_a_removal_done_is_no_request(said: str) -> None:
+    assert forget_requests(said) == []
 
 
 def test_a_topic_said_before_the_request_is_the_topic() -> None:

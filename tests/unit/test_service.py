@@ -63,6 +63,23 @@ def test_new_value_supersedes_and_keeps_history(service: MemoryService) -> None:
     assert len(service.list("erin", include_inactive=True)) == 2
 
 
+def test_news_of_a_change_is_found_by_the_words_of_what_it_changed(
+    service: MemoryService,
+) -> None:
+    # The news never says again what it changes: only the old words name the dentist.
+    service.add("gus", "User's dentist is Dr Okonkwo on Harbour Street.", subject="care.dentist")
+    (moved, old) = service.add(
+        "gus", "User switched to the practice in Millbrook.", subject="care.dentist"
+    )
+    assert old.action == "superseded"
+    for question in ("who is my dentist?", "Harbour Street", "谁是我的牙医？"):
+        assert contents(service.search("gus", question, k=1)) == [moved.record.content]
+    # Deleting the old memory takes its words out of what finds the new one.
+    service.forget("gus", old.record.id, hard=True)
+    assert "Okonkwo" not in service.get("gus", moved.record.id).replaced
+    assert contents(service.search("gus", "Harbour Street Okonkwo")) == []
+
+
 def test_expired_event_leaves_recall_at_read_time(service: MemoryService) -> None:
     # Dated from today: an event already over when it is written is never indexed at all.
     today = datetime.combine(utcnow().date(), datetime.min.time(), tzinfo=UTC)

@@ -180,6 +180,13 @@ def test_a_request_to_the_assistant_is_not_kept_raw(request_: str) -> None:
 
 
 @pytest.mark.parametrize(
+    "said", ["朋友周六请吃火锅 我得注意点啥", "My aunt is visiting, what should I cook?"]
+)
+def test_the_context_of_a_question_is_kept_nowhere(said: str) -> None:
+    assert extract_rules(said, NOW).memories == []
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "I moved to Leeds in May. Please wipe what you have on the old dog, he died on Monday.",

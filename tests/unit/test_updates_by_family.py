@@ -210,3 +210,23 @@ def test_a_question_with_a_feeling_changes_nothing(said: str) -> None:
     # Read whole as an update (the feeling is no question), it ended the user's job.
     known = [("w1", "work.在一家银行做柜员", "用户说：在一家银行做柜员。")]
     assert extract_rules(said, T0, known).memories == []
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("周五要加班到九点 是不是赶不上那节课了", "周五要加班到九点"),
+        ("Friday night I'm on call, will that clash with my usual plans?", "on call"),
+    ],
+)
+def test_a_clause_that_asks_is_no_news_of_a_routine(said: str, kept: str) -> None:
+    # Read whole, the sentence was news of the weekly swim and ended it, the question kept
+    # as the routine's new wording. What the other clause states is kept on its own.
+    known = [
+        ("h1", "habit.每周三周五晚上打羽毛球", "用户说：每周三周五晚上我都去打羽毛球。"),
+        ("h2", "habit.swim", "User said: I swim every Wednesday and Friday evening."),
+    ]
+    found = extract_rules(said, T0, known).memories
+    assert not [m for m in found if m.updates], found
+    assert all(kept in m.content and "?" not in m.content for m in found), found
+    assert not [m for m in found if "会不会" in m.content or "clash" in m.content], found
