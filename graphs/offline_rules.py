@@ -1245,7 +1245,7 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
         asks = reading.asks or reading.asking or reading.intent == "forget"
         if asks or asks_by_form(sentence) or not (stated := _stated_part(sentence)):
             continue  # what asks (by either head or by its form) states nothing
-        if stated != sentence:  # nor does a clause that asks in a sentence that states
+        if stated != sentence and reading.intent in _STATES:  # nor does a clause that asks
             sentence, reading = stated, in_context(read_utterance(stated), reading)
         if only_asks_for_help(sentence) and not reading.plans:
             continue  # a request to the assistant, not a plan of the user's ("帮我把…翻成英文：…")
