@@ -72,6 +72,8 @@ FRESH_SETS = {
     "fresh41": DATA / "understanding_fresh41.json",
     "fresh42": DATA / "understanding_fresh42.json",
     "fresh43": DATA / "understanding_fresh43.json",
+    "fresh44": DATA / "understanding_fresh44.json",
+    "fresh45": DATA / "understanding_fresh45.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -108,7 +110,8 @@ next stop's work and read then; the thirty-ninth was kept unread until that stop
 in, run again, then read. The fortieth was first run before any of the next stop's work and
 read then; the forty-first was kept unread until that stop's first work was in, run again,
 then read; so were the forty-second (read at once) and the forty-third (kept unread until
-that stop's first work was in)."""
+that stop's first work was in), and the forty-fourth (read at once) and the forty-fifth
+(kept unread until that stop's first work was in)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
