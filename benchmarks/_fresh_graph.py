@@ -22,10 +22,8 @@ for training or tuning. Free of import side effects, so tests can import it.
 
 from __future__ import annotations
 
-import itertools
 import json
 import uuid
-from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -139,29 +137,11 @@ def _typed(saved: list[str]) -> bool:
     )
 
 
-async def run_fresh(
-    lang: str, home: str, name: str = "fresh", day: date | None = None
-) -> dict[str, Any]:
-    """Play one language of a fresh set through the compiled graph; return the figures.
-
-    Args:
-        lang: `en` or `zh`.
-        home: An empty folder for the embedded stores.
-        name: The set (`FRESH_SETS`).
-        day: Said on this day, a second apart, instead of now. The sets name dates ("the
-            3rd of november", "10月20号") that were ahead when they were written: against the
-            clock, an event whose day has passed leaves recall, and a part's figures move with
-            the day the benchmark runs. A fixed day makes runs on different days comparable.
-    """
+async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]:
+    """Play one language of a fresh set through the compiled graph; return the figures."""
     from agent.runner import open_session
     from graphs.settings import Settings
     from memory.backends import BackendConfig
-
-    seconds = itertools.count()
-
-    def said_at() -> str | None:
-        start = datetime.combine(day, time(9), tzinfo=UTC) if day is not None else None
-        return None if start is None else (start + timedelta(seconds=next(seconds))).isoformat()
 
     part = load_fresh(name)[lang]
     statements: list[str] = part["statements"]
@@ -174,9 +154,7 @@ async def run_fresh(
     async with open_session(settings) as s:
 
         async def recalled(user: str, question: str) -> tuple[list[str], str]:
-            res = await s.turn(
-                user, f"{user}-q-{uuid.uuid4().hex[:6]}", question, turn_time=said_at()
-            )
+            res = await s.turn(user, f"{user}-q-{uuid.uuid4().hex[:6]}", question)
             # A clause comes with what was said with it in its message (`Recalled.said_with`):
             # one place of the top, as the prompt lists it.
             shown = [" · ".join([r["content"], *r.get("said_with", [])]) for r in res.recalled]
@@ -196,7 +174,7 @@ async def run_fresh(
         script = [(None, d) for d in gaps] + script  # distractors left over open the thread
         typed: dict[int, bool] = {}
         for at, text in script:
-            res = await s.turn(user, thread, text, turn_time=said_at())
+            res = await s.turn(user, thread, text)
             if at is not None:
                 typed[at] = _typed(res.saved)
         out["typed"] = sum(typed.values())
@@ -224,8 +202,8 @@ async def run_fresh(
             zip(part["updates"], part["update_checks"], strict=True)
         ):
             who = f"fresh-{lang}-{run}-u{n}"
-            await s.turn(who, f"{who}-a", before, turn_time=said_at())
-            await s.turn(who, f"{who}-b", after, turn_time=said_at())
+            await s.turn(who, f"{who}-a", before)
+            await s.turn(who, f"{who}-b", after)
             got, reply = await recalled(who, question)
             stale = [g for g in got if _says(g, [old]) and not _says(g, [new])]
             ok = any(_says(g, [new]) for g in got) and not stale
@@ -237,7 +215,7 @@ async def run_fresh(
         forgets = []
         removed: set[int] = set()
         for request, check in zip(part["forgets"], part["forget_checks"], strict=True):
-            res = await s.turn(user, thread, request, turn_time=said_at())
+            res = await s.turn(user, thread, request)
             target = last if check["removes"] == "last" else int(check["removes"])
             removed.add(target)
             left = await kept(user)
