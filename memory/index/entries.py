@@ -67,11 +67,11 @@ def index_text(record: MemoryRecord) -> str:
     On LoCoMo (two turns either side) this took dense-only R@5 from 0.21 to 0.38 and the
     service's cross-validated R@5 / R@10 from 0.632 / 0.711 to 0.649 / 0.740
     (`docs/recall-tuning.md`). Turns the graph archives carry no context.
-    A memory that superseded another is embedded after the words of the one it replaced.
+    A memory that superseded another is embedded after the words of the one it replaced
+    (`MemoryRecord.replaced`).
     """
     around = record.context
     if not around:
-        # A memory that superseded another is read with what it replaced (`replaced`).
         return " ".join(filter(None, [record.replaced, record.content]))
     return " ".join([around[0], record.content, *around[1:]])
 

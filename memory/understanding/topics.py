@@ -187,13 +187,12 @@ one, where a drug's name means that one only."""
 def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     """Return the statements of the messages that name a medicine the words mean.
 
-    The encoder knows few medicines by name: "the pills I'm on" is nearer to "I'm allergic
-    to sesame" than to "I take levothyroxine every morning", and "我吃药" to "我对花生过敏"
-    than to "每天早上吃一片氨氯地平". The model's medicine head reads both the words and the
-    messages (`Reading.medicine`). Of the messages about a medicine, one clearly nearest the
-    words is what they mean ("my thyroid pill" of two); else all are ("my meds",
-    `_ANY_MEDICINE`), unless other words name one said of health; a drug named and not clearly
-    one of them takes nothing. Of each message taken, its medicines go with its health too.
+    The encoder knows few medicines by name: "the pills I'm on" is nearer to "I'm allergic to
+    sesame" than to "I take levothyroxine", "我吃药" to "我对花生过敏" than to "每天吃一片氨氯
+    地平". The model's medicine head reads the words and the messages (`Reading.medicine`).
+    Of the messages about a medicine, the one clearly nearest the words ("my thyroid pill"),
+    else the one health message other words name, else all ("my meds", `_ANY_MEDICINE`); a
+    drug named and not clearly one of them takes nothing. Its health goes with a medicine.
     """
     from memory.understanding.updates import naming_terms, record_text  # it imports this
 
@@ -203,12 +202,13 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
         return []
     best, near = _message_nearness(words, messages, said)
     at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
-    # The words may name the message meant, read as none: what it is for, or its name.
-    other = naming_terms(_ANY_MEDICINE.sub(" ", words)) - _ANY_TOPIC
-    health = [m for m, us in said.items() if any("health" in _families(u) for u in us)]
-    named = [m for m in health if other & naming_terms(" ".join(u.text for u in said[m]))]
-    if at is None and len(named) == 1:  # "甲亢吃药那个" beside a nut allergy's 药 in the bag
-        (best, near), messages, at = _message_nearness(words, named, said), named, 0
+    other = naming_terms(_ANY_MEDICINE.sub(" ", words)) - _ANY_TOPIC  # what it is for, a name
+    if at is None and other:  # the one health message they name, read as no medicine
+        named = [m for m, us in said.items() if other & naming_terms(" ".join(u.text for u in us))]
+        named = [m for m in named if any("health" in _families(u) for u in said[m])]
+        if len(named) == 1:  # "甲亢吃药那个" beside a nut allergy's 药 in the bag
+            messages, at = named, 0
+            best, near = _message_nearness(words, messages, said)
     if at is not None:
         chosen = {messages[at]}
     elif _ANY_MEDICINE.search(words):
