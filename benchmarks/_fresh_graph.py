@@ -22,8 +22,10 @@ for training or tuning. Free of import side effects, so tests can import it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,8 @@ FRESH_SETS = {
     "fresh43": DATA / "understanding_fresh43.json",
     "fresh44": DATA / "understanding_fresh44.json",
     "fresh45": DATA / "understanding_fresh45.json",
+    "fresh46": DATA / "understanding_fresh46.json",
+    "fresh47": DATA / "understanding_fresh47.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -111,7 +115,8 @@ in, run again, then read. The fortieth was first run before any of the next stop
 read then; the forty-first was kept unread until that stop's first work was in, run again,
 then read; so were the forty-second (read at once) and the forty-third (kept unread until
 that stop's first work was in), and the forty-fourth (read at once) and the forty-fifth
-(kept unread until that stop's first work was in)."""
+(kept unread until that stop's first work was in), and the forty-sixth (read at once) and the
+forty-seventh (kept unread until that stop's first work was in)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 
@@ -137,11 +142,31 @@ def _typed(saved: list[str]) -> bool:
     )
 
 
-async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]:
-    """Play one language of a fresh set through the compiled graph; return the figures."""
+async def run_fresh(
+    lang: str, home: str, name: str = "fresh", day: date | None = None
+) -> dict[str, Any]:
+    """Play one language of a fresh set through the compiled graph; return the figures.
+
+    Args:
+        lang: `en` or `zh`.
+        home: An empty folder for the embedded stores.
+        name: The set (`FRESH_SETS`).
+        day: Said on this day, a second apart, instead of now. The sets name dates ("the
+            3rd of november", "10月20号") that were ahead when they were written: against the
+            clock, an event whose day has passed leaves recall, and a part's figures move with
+            the day the benchmark runs. A fixed day makes runs on different days comparable:
+            each turn is read, written and recalled as of its own time
+            (`memory.store.records.as_of`).
+    """
     from agent.runner import open_session
     from graphs.settings import Settings
     from memory.backends import BackendConfig
+
+    seconds = itertools.count()
+
+    def said_at() -> str | None:
+        start = datetime.combine(day, time(9), tzinfo=UTC) if day is not None else None
+        return None if start is None else (start + timedelta(seconds=next(seconds))).isoformat()
 
     part = load_fresh(name)[lang]
     statements: list[str] = part["statements"]
@@ -154,7 +179,9 @@ async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]
     async with open_session(settings) as s:
 
         async def recalled(user: str, question: str) -> tuple[list[str], str]:
-            res = await s.turn(user, f"{user}-q-{uuid.uuid4().hex[:6]}", question)
+            res = await s.turn(
+                user, f"{user}-q-{uuid.uuid4().hex[:6]}", question, turn_time=said_at()
+            )
             # A clause comes with what was said with it in its message (`Recalled.said_with`):
             # one place of the top, as the prompt lists it.
             shown = [" · ".join([r["content"], *r.get("said_with", [])]) for r in res.recalled]
@@ -174,7 +201,7 @@ async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]
         script = [(None, d) for d in gaps] + script  # distractors left over open the thread
         typed: dict[int, bool] = {}
         for at, text in script:
-            res = await s.turn(user, thread, text)
+            res = await s.turn(user, thread, text, turn_time=said_at())
             if at is not None:
                 typed[at] = _typed(res.saved)
         out["typed"] = sum(typed.values())
@@ -202,8 +229,8 @@ async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]
             zip(part["updates"], part["update_checks"], strict=True)
         ):
             who = f"fresh-{lang}-{run}-u{n}"
-            await s.turn(who, f"{who}-a", before)
-            await s.turn(who, f"{who}-b", after)
+            await s.turn(who, f"{who}-a", before, turn_time=said_at())
+            await s.turn(who, f"{who}-b", after, turn_time=said_at())
             got, reply = await recalled(who, question)
             stale = [g for g in got if _says(g, [old]) and not _says(g, [new])]
             ok = any(_says(g, [new]) for g in got) and not stale
@@ -215,7 +242,7 @@ async def run_fresh(lang: str, home: str, name: str = "fresh") -> dict[str, Any]
         forgets = []
         removed: set[int] = set()
         for request, check in zip(part["forgets"], part["forget_checks"], strict=True):
-            res = await s.turn(user, thread, request)
+            res = await s.turn(user, thread, request, turn_time=said_at())
             target = last if check["removes"] == "last" else int(check["removes"])
             removed.add(target)
             left = await kept(user)

@@ -1,7 +1,7 @@
 """What a user's utterance is, on the corpus's test split: the trained model vs the old rules.
 
-    python benchmarks/understanding.py [--split test] [--graph] [--model openai:<name>] [--json]
-        [--out PATH]
+    python benchmarks/understanding.py [--split test] [--graph [--graph-day YYYY-MM-DD]]
+        [--model openai:<name>] [--json] [--out PATH]
 
 On each utterance of the split (`memory/understanding/corpus/test.jsonl`, never used for
 tuning), per language: per-label precision / recall / F1 of the intent, the intent macro-F1,
@@ -12,7 +12,7 @@ forget request); then the median time per utterance of the model (one utterance 
 the encoder included, nothing cached) and of the old keyword rules, in the same run.
 
 Also, in the same JSON: the fresh sets (`benchmarks/data/understanding_fresh.json`, and
-`understanding_fresh2.json` to `understanding_fresh45.json`, each written blind by another
+`understanding_fresh2.json` to `understanding_fresh47.json`, each written blind by another
 author; in no split) through the
 offline extractor, and with ``--graph`` through the compiled graph
 (`benchmarks/_fresh_graph.py`: typed, recalled in the top 5, updates, forgets, the dinner
@@ -34,7 +34,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 # `_common` clears the key and endpoint so nothing leaves the machine; `--model` needs them.
@@ -245,7 +245,7 @@ def timed(fn: Callable[[str], Any], texts: Sequence[str]) -> tuple[list[Any], di
 
 
 FRESH_SETS = tuple(_fresh_graph.FRESH_SETS)
-"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then forty written blind."""
+"""`benchmarks/_fresh_graph.FRESH_SETS`: the first fresh set, then the ones written blind."""
 
 
 def fresh_set(name: str) -> dict[str, Any]:
@@ -340,7 +340,7 @@ def rules_check(items: Sequence[Utterance]) -> dict[str, Any]:
     return out
 
 
-def fresh_graph(name: str) -> dict[str, Any]:
+def fresh_graph(name: str, day: date | None = None) -> dict[str, Any]:
     """Play a fresh set through the compiled graph, each language in a home of its own."""
     import asyncio
     import tempfile
@@ -351,7 +351,7 @@ def fresh_graph(name: str) -> dict[str, Any]:
     for lang in ("en", "zh"):
         with tempfile.TemporaryDirectory() as home:
             log(f"{name} set through the graph: {lang}")
-            out[lang] = asyncio.run(run_fresh(lang, home, name))
+            out[lang] = asyncio.run(run_fresh(lang, home, name, day))
     return out
 
 
@@ -363,6 +363,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--graph",
         action="store_true",
         help="also play the fresh set through the compiled graph (embedded, a temporary home)",
+    )
+    parser.add_argument(
+        "--graph-day",
+        type=date.fromisoformat,
+        default=None,
+        help="with --graph: say every turn on this day (YYYY-MM-DD), not today, so that runs "
+        "on different days are comparable (the sets name dates that pass)",
     )
     output_args(parser, chart=False)
     args = parser.parse_args(argv)
@@ -414,7 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         },
     }
     if args.graph:
-        result["fresh_graph"] = {name: fresh_graph(name) for name in FRESH_SETS}
+        result["fresh_graph"] = {name: fresh_graph(name, args.graph_day) for name in FRESH_SETS}
     if args.model:
         if not _OPENAI["api_key"]:
             log(

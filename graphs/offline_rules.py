@@ -618,7 +618,7 @@ _POSSESSED = re.compile(
 )
 # News of someone else ("my trainer switched jobs, he is at Equinox now"): a person spoken
 # of, and no word for the user as a subject. It changes no value the user has one of.
-_HE_OR_SHE = re.compile(r"(?i)(?:he|she)\b|[他她](?![们])")
+_HE_OR_SHE = re.compile(r"(?i)(?:he|she)s?\b|[他她](?![们])")  # "shes": no apostrophe typed
 _SOMEONE_ELSE = re.compile(r"(?i)\b(?:he|she|him|his|her|hers)\b|[他她]")
 # A measure of the body is no age, though the model reads "I'm 180 cm" near "I'm 38".
 _MEASURE = re.compile(
@@ -660,6 +660,10 @@ def _subject(reading: Reading, clause: str, context: str = "", goes_on_from: str
     """
     slug = _slug(re.sub(r"(?i)^(?:i|i'm|my|我|我的)\b", "", clause))[:24]
     who = relation_in(clause)
+    # Led by "she" or "he", it speaks of the relative just named, whoever else it names:
+    # "she's still back home with my mum" after "my sister is 17" is the sister's.
+    if _HE_OR_SHE.match(clause) and (of := relation_in(goes_on_from) or relation_in(context)):
+        who = of
     if reading.family in ("name", "age"):
         # Whose name or age: a third person's, the relative's the clause goes on from, or
         # that of someone the user speaks of; else the user's own (below).
@@ -757,7 +761,9 @@ def _statements(
     """
     # A tentative clause states nothing ("我下个月可能要去上海出差"); the firm one said with
     # it still does ("，我住在杭州"), and the sentence is no longer one update or correction.
-    said = _bound(_clauses(sentence))
+    # A plan is kept for the clauses of it that state, each read on its own: bound to the
+    # clause after it, "my partner's name is Jo" was read with the plan said of her and lost.
+    said = _clauses(sentence) if reading.intent == "plan" else _bound(_clauses(sentence))
     clauses = [c for c in said if not _TENTATIVE.search(c)]
     firm = len(clauses) == len(said)
     found = [_from_rules(c, now, reading) for c in clauses]
@@ -1070,6 +1076,36 @@ def _changes(
     return [_cand(kind, subject, content, None, 0.8).model_copy(update={"updates": old[0]})]
 
 
+def _news_in_a_clause(
+    sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
+) -> list[CandidateMemory] | None:
+    """Return `found` with the one clause read as news filed over what it changes, or None.
+
+    A user speaks in statements: a sentence read whole as a remark or a plan ("the gym opens
+    at seven now, finally I can go before work") may say in one clause that a value
+    changed. That clause, read on its own as an update, changes what it is clearly about
+    (`_changes`); the rest of the sentence is kept as it was. None when no clause, or more
+    than one, reads as news, or nothing remembered is clearly what it changes.
+    """
+    clauses = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+    if len(clauses) < 2:
+        return None
+    readings = read_utterances(clauses)
+    news = [
+        (c, said)
+        for c, r in zip(clauses, readings, strict=True)
+        if (said := _in_sentence(c, r, reading)).intent == "update"
+    ]
+    if len(news) != 1:
+        return None
+    clause, said = news[0]
+    mine = [cand for cand in found if trim_phrase(clause) in cand.content]
+    changed = _changes(clause, said, mine, known)
+    if not any(c.updates for c in changed):
+        return None
+    return [c for c in found if c not in mine] + changed
+
+
 def _said_by(fix: Correction, known: Sequence[Known]) -> tuple[str, str] | None:
     """Return `(id, subject)` of the first memory listed that says the old value, not the new."""
     return next(
@@ -1295,7 +1331,8 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
             if reading.intent == "update" and listed and not asking:
                 found = _changes(sentence, reading, found, listed, swapped)
             elif firm and listed and not asking:
-                found = _moved(sentence, reading, found, listed)
+                changed = _news_in_a_clause(sentence, reading, found, listed)
+                found = _moved(sentence, reading, found, listed) if changed is None else changed
         if asking:
             # A dated happening said with a forget request is why ("wipe what you have on the
             # old dog. we had him put down Monday"): kept, it would keep what is forgotten.

@@ -29,7 +29,7 @@ from memory.store.disk_purge import purge_sqlite
 from memory.store.locks import UserLocks, in_worker_thread
 from memory.store.maintenance import ConsolidationReport, Maintenance
 from memory.store.reads import MemoryNotFound, StoreReader
-from memory.store.records import Kind, MemoryRecord, Source, check_user_id, utcnow
+from memory.store.records import Kind, MemoryRecord, Source, as_of, check_user_id, utcnow
 from memory.store.threads import ThreadNotYours, ThreadRegistry
 from memory.store.writes import MAX_IMPORT_CONTENT_CHARS, MemoryWriter
 from memory.turn import (
@@ -140,7 +140,11 @@ class MemoryService:
         Example:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
         """
-        return self._recall.search(check_user_id(user_id), query, k, now or utcnow())
+        uid = check_user_id(user_id)
+        if now is None:
+            return self._recall.search(uid, query, k, utcnow())
+        with as_of(now):  # what the search reads is judged at the same time
+            return self._recall.search(uid, query, k, now)
 
     def as_retriever(self, user_id: str, k: int = 8) -> MemoryRetriever:
         """Return a LangChain retriever over one user's memories, ranked as `search` ranks.
@@ -241,7 +245,8 @@ class MemoryService:
         """
         uid = check_user_id(user_id)
         new_thread = self._threads.claim(uid, thread_id) if thread_id else False
-        return TurnRecall(self._recall.search(uid, query, k, now), new_thread)
+        with as_of(now):
+            return TurnRecall(self._recall.search(uid, query, k, now), new_thread)
 
     def save_turn(
         self,
@@ -289,7 +294,8 @@ class MemoryService:
         source = turn_source(thread_id, said, when, "conversation")
         statements = statements_of(uid, thread_id or "", said)
         latest = latest_statements(uid, thread_id or "", earlier)
-        with self._locks.hold(uid):
+        # Written as of when it was said: its dates were read against that time.
+        with as_of(when), self._locks.hold(uid):
             changes: list[Change] = []
             if extraction.memories or extraction.forget:
                 changes = self._writer.save(

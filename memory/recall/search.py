@@ -43,6 +43,7 @@ from memory.understanding import (
     family_prefixes,
     nearness,
     probability_of,
+    read_question,
     read_utterance,
     read_utterances,
     slot_of,
@@ -59,12 +60,12 @@ CORE_SUBJECTS = ("profile.", "diet.", "health.")
 STYLE_PINNED = 2
 """At most this many of the user's newest instructions on how to answer (`STYLE_SUBJECT`) are
 added besides the `PINNED`, in a group of their own: never in an allergy's place."""
-ASKED_WITH = {"diet": ("health",), "travel": ("event",)}
+ASKED_WITH = {"diet": ("health",), "travel": ("event",), "schedule": ("habit",)}
 """What a question about a family also asks about (the prefixes of what is filed under it):
 a meal must avoid what the user's body does not take ("晚饭吃什么好？" reads as diet; "用户对
 芒果过敏。" and a reaction kept in the user's words, "芒果我碰不了，一吃就起疹子", are filed
-under health); a trip is one the user planned ("那边这几天冷不冷，要带羽绒服吗" after "下周三
-飞哈尔滨看冰雕", a dated event)."""
+under health); a trip is one the user planned ("那边这几天冷不冷，要带羽绒服吗" after "下周三飞
+哈尔滨看冰雕", dated); "when" is a plan or a routine (plans alone pushed "我每天六点起" out)."""
 MEAL = "diet"
 """A meal is the household's too: what the food head reads of a relative ("我老公一点辣都
 吃不了", filed under him) comes with the user's own limits."""
@@ -355,7 +356,7 @@ class Recall:
             # five-a-side?" is answered by the football, not by every health remark.
             top = max((s for _, s in lexical), default=0.0)
             sure = {i: top for i in family if near.get(i) is not None}
-            if top and sure and read_utterance(query).asked == MEAL:
+            if top and sure and read_question(query).asked == MEAL:
                 lexical = sorted({**dict(lexical), **sure}.items(), key=lambda x: -x[1])
         for i, _ in dense:
             if i not in live and i in records and records[i].is_recallable(now):
@@ -432,7 +433,7 @@ class Recall:
         None. A question about someone else ("What does my sister eat?", `someone`: a name an
         alias links) asks about what is filed under them.
         """
-        reading = read_utterance(query)
+        reading = read_question(query)
         asked = reading.asked  # what the answer depends on, not what the words are about
         # A request asks too, read as a plan or not ("help me plan meals for the week"), and so
         # does a message whose last part asks, though it says something first ("这周末回去给我
@@ -489,8 +490,7 @@ class Recall:
             kin = _eats(records, filed(family_prefixes("family")), now)
             readings = read_utterances([records[i].content for i in kin])
             found.update((i, nearness(r, reading)) for i, r in zip(kin, readings, strict=True))
-        # A question may be about a second family too: "我们这行最近裁员好多啊，要不要学点别的
-        # 技能？" asks about skills, and about the user's work.
+        # A second family too: "我们这行最近裁员好多啊，要不要学点别的技能？" (skills, and work).
         # Of someone else ("What does my brother like to eat?"), none of the user's own.
         for family in () if who is not None or someone else FAMILY_PREFIX:
             if family in (asked, *also) or probability_of(reading, family, asked=True) < ALSO_ASKED:

@@ -10,7 +10,9 @@ import hashlib
 import re
 import unicodedata
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
@@ -124,9 +126,30 @@ class InvalidUserId(ValueError):
     """A user id that cannot name a memory namespace."""
 
 
+_SHIFT: ContextVar[timedelta] = ContextVar("memory_clock_shift", default=timedelta(0))
+
+
 def utcnow() -> datetime:
-    """Return the current time, timezone-aware, in UTC."""
-    return datetime.now(UTC)
+    """Return the current time, timezone-aware, in UTC, as `as_of` sets it."""
+    return datetime.now(UTC) + _SHIFT.get()
+
+
+@contextmanager
+def as_of(when: datetime) -> Iterator[None]:
+    """Run what follows as if the clock read `when` on entry, and let it run on from there.
+
+    A turn said at a time of its own (a conversation imported with its real times, a
+    benchmark played on a fixed day) resolves its dates against that time; what it writes
+    and reads must be judged at the same time, or an event said in June for June is already
+    over when a December clock writes it. The clock keeps running from `when`, so records
+    written one after the other keep their order.
+    """
+    aware = when if when.tzinfo else when.replace(tzinfo=UTC)
+    token = _SHIFT.set(aware - datetime.now(UTC))
+    try:
+        yield
+    finally:
+        _SHIFT.reset(token)
 
 
 class UserId(str):

@@ -302,6 +302,36 @@ def read_utterance(text: str) -> Reading:
     return read_utterances([text])[0]
 
 
+def read_question(text: str) -> Reading:
+    """Return the model's reading of a message that asks, with what it asks read where it asks.
+
+    A meal is often asked for with who is at home ("what's for supper, my husband's away and
+    the kids are starving"): read whole, its answer depends on the family, when the part
+    that asks is about the meal. Of a message read as asking about the family whose last
+    line has parts that ask by their form and parts that do not, the answer depends on a
+    meal (`Reading.asked`, "diet") when every part that asks reads so; the rest of the
+    reading is the whole's. Only a whole read as of the family, and only a meal: a part
+    that asks may say too little alone ("…, any tips?"), and what else the whole names is
+    what it asks about ("which treats suit our old dog best"). Only the last line: a
+    turn's query is the user's previous message and the latest
+    (`graphs.nodes.load_memory`).
+    """
+    from memory.text.asking import asks_by_form
+    from memory.text.statements import parts_of
+
+    whole = read_utterance(text)
+    if whole.asked != "family":
+        return whole
+    parts = parts_of(text.rsplit("\n", 1)[-1])[1:]
+    asking = [p for p in parts if asks_by_form(p)]
+    if not asking or len(asking) == len(parts):
+        return whole
+    readings = read_utterances(asking)
+    if any(r.asked != "diet" for r in readings):
+        return whole
+    return replace(whole, asked=readings[0].asked, asked_families=readings[0].asked_families)
+
+
 def in_context(reading: Reading, context: Reading) -> Reading:
     """Return a part's reading with its family read together with the whole it was said in.
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 from agent.runner import open_session
 from graphs.settings import Settings
 from memory.backends import BackendConfig
+from memory.store.records import namespace
 
 
 def settings(tmp_path: Path, **kw) -> Settings:
@@ -16,14 +18,26 @@ def settings(tmp_path: Path, **kw) -> Settings:
 
 
 async def test_reply_reaches_the_caller_before_memory_is_saved(tmp_path: Path) -> None:
-    seen: list[datetime] = []
+    # What the store file held when the first piece of the reply reached the caller, read
+    # by a connection of its own. Not the records' times: a turn's records are dated when it
+    # was said (`memory.store.records.as_of`).
+    held: list[int] = []
+    home = tmp_path / "home"
+
+    def rows(_: str) -> None:
+        with closing(sqlite3.connect(home / "store.sqlite")) as conn:
+            prefix = ".".join(namespace("alice")) + ".%"
+            query = "SELECT count(*) FROM store WHERE prefix LIKE ?"
+            held.append(conn.execute(query, (prefix,)).fetchone()[0])
+
     async with open_session(settings(tmp_path)) as session:
-        result = await session.turn(
-            "alice", "t1", "I live in Oslo.", on_reply=lambda _: seen.append(datetime.now(UTC))
-        )
+        result = await session.turn("alice", "t1", "I live in Oslo.", on_reply=rows)
         (record,) = await session.service.alist("alice")
         # The reply existed before the memory was written.
-        assert seen and seen[0] < record.created_at
+        assert held and held[0] == 0
+        rows("")  # the same reading sees the memory once the turn is over
+        assert held[-1] > 0
+        assert record.content == "User lives in Oslo."
         assert result.saved == ["added: [fact profile.city] User lives in Oslo."]
         assert result.first_token_s <= result.total_s
 

@@ -141,3 +141,31 @@ async def test_through_the_graph_what_recurs_and_what_happened_stay(index) -> No
         context=Context(user_id="alice"),
     )
     assert "用户的生日是三月二号（每年）。" in [r["content"] for r in out["recalled"]]
+
+
+async def test_a_conversation_played_on_its_own_day_is_judged_on_that_day(index) -> None:
+    # Turns said at a time of their own (an imported conversation): a plan made for a day
+    # that has passed by the clock is not over when the turn that states it is written.
+    store = InMemoryStore()
+    graph = build_graph(
+        InMemorySaver(), store, settings=Settings(), model=OfflineChatModel(), index=index
+    )
+    monday = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
+
+    async def say(text: str, thread: str, at: datetime) -> dict:
+        return await graph.ainvoke(
+            {"messages": [HumanMessage(text)], "turn_time": at.isoformat()},
+            {"configurable": {"thread_id": thread}},
+            context=Context(user_id="june"),
+        )
+
+    await say("Next Friday I'm taking the car in for its MOT.", "plan", monday)
+    svc = MemoryService(store, index)
+    (plan,) = [r for r in svc.list("june", include_inactive=True) if "MOT" in r.content]
+    assert plan.kind == "event" and plan.created_at.date() == monday.date()
+    assert plan.expires_at is not None and plan.expires_at > monday
+
+    out = await say("What's on for the car this week?", "ask", monday + timedelta(days=1))
+    assert any("MOT" in r["content"] for r in out["recalled"])
+    # By the clock the day is long gone: a search without a time of its own leaves it out.
+    assert not any("MOT" in r.record.content for r in svc.search("june", "car MOT"))

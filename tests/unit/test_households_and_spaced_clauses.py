@@ -336,3 +336,63 @@ async def test_a_relatives_limit_read_with_its_message_comes_with_a_meal(index) 
 def test_a_word_for_the_other_half_with_the_speaker_in_it_files_under_them() -> None:
     subjects = [m.subject for m in extract_rules("我家那位在医院当护士", NOW).memories]
     assert subjects and all(s.startswith("family.对象.") for s in subjects), subjects
+
+
+@pytest.mark.parametrize(
+    ("statements", "question", "limits"),
+    [
+        (
+            ["我对芒果过敏，吃了会起疹子", "我老婆在银行上班，经常出差",
+             "我们有三个孩子，老大上初中了", "老二在读小学三年级", "老三还在上幼儿园",
+             "我不吃香菜", "我家住在江北", "我每天坐轻轨上班", "我周末喜欢爬山"],
+            "晚饭做点啥好呢，老婆出差了，我一个人看三个孩子快疯了",
+            ["芒果", "香菜"],
+        ),
+        (
+            ["I'm allergic to sesame.", "My husband works late shifts at the port.",
+             "We have twin boys, they're seven.", "The twins are in year two at St Mark's.",
+             "My mother-in-law lives with us.", "I don't eat pork.", "I live in Hull.",
+             "I cycle to work every day.", "I play chess on Sundays."],
+            "what should I cook tonight, my husband is working late and the twins are starving",
+            ["sesame", "pork"],
+        ),
+    ],
+)  # fmt: skip
+def test_a_meal_asked_with_who_is_home_brings_the_users_food_limits_first(
+    service: MemoryService, statements: list[str], question: str, limits: list[str]
+) -> None:
+    # Read whole, the message is about the family; the part that asks is about a meal. The
+    # limits come among the first five, not only pinned after what was said of the family.
+    _said(service, *statements)
+    first = " | ".join(_top(service, question).split(" | ")[:5])
+    assert all(w in first for w in limits), first
+
+
+@pytest.mark.parametrize(
+    ("statements", "question", "answer"),
+    [
+        (
+            ["我每天早上六点起床，先去公园打一套太极拳", "下个月3号我要去医院体检",
+             "春节我们全家回老家过年", "我女儿在杭州上班，过年才回来", "明天上午十点要去银行办卡",
+             "下周三下午开家长会", "我家住在和平区"],
+            "我平时几点起床？",
+            "六点",
+        ),
+        (
+            ["I get up at 5:45 every weekday and walk the dog before work.",
+             "The boiler service is on the 14th of next month.",
+             "We're flying to Lisbon for Easter.", "There's a team dinner this Friday night.",
+             "My son comes home from uni at Christmas.", "I have a haircut booked tomorrow at ten.",
+             "Parents' evening is next Wednesday.", "I live in Derby."],
+            "what's my morning routine on workdays?",
+            "5:45",
+        ),
+    ],
+)  # fmt: skip
+def test_a_question_about_when_brings_the_routine_with_the_dated_plans(
+    service: MemoryService, statements: list[str], question: str, answer: str
+) -> None:
+    # Read as asking about the schedule: what is dated is lifted, and so is what recurs.
+    _said(service, *statements)
+    first = " | ".join(_top(service, question).split(" | ")[:5])
+    assert answer in first, first

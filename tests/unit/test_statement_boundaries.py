@@ -259,3 +259,31 @@ async def test_what_a_request_to_the_assistant_is_about_is_not_kept_raw(
         await session.turn("u1", "t1", text)
         records = await session.service.alist("u1", include_turns=True)
     assert sorted(r.content for r in records if r.kind == "episode") == sorted(kept)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("partner's name is Jo, she plans all our trips and books the flights.", "Jo"),
+        ("wife's name is Mia, she plans the meals and does the shopping.", "Mia"),
+    ],
+)
+def test_a_name_said_with_a_plan_of_theirs_is_kept(text: str, name: str) -> None:
+    # Read whole, the sentence is a plan; bound to it, the name was read as the plan too.
+    found = extract_rules(text, datetime(2026, 6, 1, tzinfo=UTC)).memories
+    assert any(f"name is {name}" in c.content for c in found)
+
+
+@pytest.mark.parametrize(
+    ("text", "whose"),
+    [
+        ("My brother Tom is a plumber. He's living with my dad in Leeds for now.", "brother"),
+        ("my cousin Bea just turned 12. shes staying with my aunt in York this year", "cousin"),
+        ("My daughter Nell started uni. She shares a flat with my niece in Bristol.", "daughter"),
+        ("我弟弟在读大三。他现在跟我爸住在老家。", "弟弟"),
+    ],
+)
+def test_a_sentence_led_by_she_or_he_is_the_relative_just_named(text: str, whose: str) -> None:
+    # The relative it names besides ("with my dad") is who they are with, not who it is of.
+    found = extract_rules(text, datetime(2026, 6, 1, tzinfo=UTC)).memories
+    assert [c.subject.split(".")[1] for c in found] == [whose, whose]

@@ -230,3 +230,12 @@ def test_a_clause_that_asks_is_no_news_of_a_routine(said: str, kept: str) -> Non
     assert not [m for m in found if m.updates], found
     assert all(kept in m.content and "?" not in m.content for m in found), found
     assert not [m for m in found if "会不会" in m.content or "clash" in m.content], found
+
+
+def test_news_in_one_clause_of_a_sentence_read_otherwise_changes_what_it_is_about() -> None:
+    # Read whole, the sentence is no update (a remark on sleeping in); its first clause is.
+    known = [("w1", "work.我们公司九点上班", "用户说：我们公司九点上班。"),
+             ("h1", "home.city", "用户住在成都。")]  # fmt: skip
+    found = extract_rules("下个月起改成九点半上班了，早上能多睡会儿", T0, known).memories
+    (news,) = [c for c in found if c.updates]
+    assert news.updates == "w1" and "九点半" in news.content
