@@ -766,7 +766,15 @@ def _statements(
     said = _clauses(sentence) if reading.intent == "plan" else _bound(_clauses(sentence))
     clauses = [c for c in said if not _TENTATIVE.search(c)]
     firm = len(clauses) == len(said)
-    found = [_from_rules(c, now, reading) for c in clauses]
+    # A day said of a routine is no one-off, though the sentence reads as a fact: of
+    # "周六上午她去学游泳，学了两年了" the first clause, read on its own, recurs.
+    recurs = [r.kind == "habit" for r in read_utterances(clauses)] if len(clauses) > 1 else []
+    found = [
+        _from_rules(
+            c, now, replace(reading, kind="habit") if n < len(recurs) and recurs[n] else reading
+        )
+        for n, c in enumerate(clauses)
+    ]
     if not typed:
         # A plan in one clause is kept in no words of the user's, but the move it says lasts
         # ("下周一开始去新公司上班了", read as a plan).

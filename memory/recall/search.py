@@ -60,12 +60,12 @@ CORE_SUBJECTS = ("profile.", "diet.", "health.")
 STYLE_PINNED = 2
 """At most this many of the user's newest instructions on how to answer (`STYLE_SUBJECT`) are
 added besides the `PINNED`, in a group of their own: never in an allergy's place."""
-ASKED_WITH = {"diet": ("health",), "travel": ("event",), "schedule": ("habit",)}
+ASKED_WITH = {"diet": ("health",), "travel": ("event",)}
 """What a question about a family also asks about (the prefixes of what is filed under it):
 a meal must avoid what the user's body does not take ("晚饭吃什么好？" reads as diet; "用户对
 芒果过敏。" and a reaction kept in the user's words, "芒果我碰不了，一吃就起疹子", are filed
-under health); a trip is one the user planned ("那边这几天冷不冷，要带羽绒服吗" after "下周三飞
-哈尔滨看冰雕", dated); "when" is a plan or a routine (plans alone pushed "我每天六点起" out)."""
+under health); a trip is one the user planned ("那边这几天冷不冷，要带羽绒服吗" after "下周三
+飞哈尔滨看冰雕", a dated event)."""
 MEAL = "diet"
 """A meal is the household's too: what the food head reads of a relative ("我老公一点辣都
 吃不了", filed under him) comes with the user's own limits."""

@@ -366,33 +366,3 @@ def test_a_meal_asked_with_who_is_home_brings_the_users_food_limits_first(
     _said(service, *statements)
     first = " | ".join(_top(service, question).split(" | ")[:5])
     assert all(w in first for w in limits), first
-
-
-@pytest.mark.parametrize(
-    ("statements", "question", "answer"),
-    [
-        (
-            ["我每天早上六点起床，先去公园打一套太极拳", "下个月3号我要去医院体检",
-             "春节我们全家回老家过年", "我女儿在杭州上班，过年才回来", "明天上午十点要去银行办卡",
-             "下周三下午开家长会", "我家住在和平区"],
-            "我平时几点起床？",
-            "六点",
-        ),
-        (
-            ["I get up at 5:45 every weekday and walk the dog before work.",
-             "The boiler service is on the 14th of next month.",
-             "We're flying to Lisbon for Easter.", "There's a team dinner this Friday night.",
-             "My son comes home from uni at Christmas.", "I have a haircut booked tomorrow at ten.",
-             "Parents' evening is next Wednesday.", "I live in Derby."],
-            "what's my morning routine on workdays?",
-            "5:45",
-        ),
-    ],
-)  # fmt: skip
-def test_a_question_about_when_brings_the_routine_with_the_dated_plans(
-    service: MemoryService, statements: list[str], question: str, answer: str
-) -> None:
-    # Read as asking about the schedule: what is dated is lifted, and so is what recurs.
-    _said(service, *statements)
-    first = " | ".join(_top(service, question).split(" | ")[:5])
-    assert answer in first, first

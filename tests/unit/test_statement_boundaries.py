@@ -287,3 +287,18 @@ def test_a_sentence_led_by_she_or_he_is_the_relative_just_named(text: str, whose
     # The relative it names besides ("with my dad") is who they are with, not who it is of.
     found = extract_rules(text, datetime(2026, 6, 1, tzinfo=UTC)).memories
     assert [c.subject.split(".")[1] for c in found] == [whose, whose]
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("我儿子周日下午在体育馆练篮球，练了三年了", "preference"),  # a routine, kept as a habit
+        ("周六上午要去医院复查，顺便开点药", "event"),  # a one-off on that day
+    ],
+)
+def test_a_day_said_of_a_routine_in_a_sentence_of_several_clauses_is_no_event(
+    text: str, kind: str
+) -> None:
+    # The sentence reads as a fact; the clause with the day, read on its own, recurs or not.
+    first = extract_rules(text, datetime(2026, 6, 1, tzinfo=UTC)).memories[0]
+    assert first.kind == kind and (first.event_date is None) == (kind != "event")
