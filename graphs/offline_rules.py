@@ -458,6 +458,11 @@ def _stated_part(sentence: str) -> str:
 _ANAPHOR = re.compile(r"(?i)^(?:he|she|his|her|they|their|it|its|it's|him|them)\b|^[他她它]")
 
 
+def _firm_clauses(sentence: str) -> list[str]:
+    """Return a sentence's clauses, bound (`_bound`), without the tentative ones."""
+    return [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+
+
 def _bound(clauses: list[str]) -> list[str]:
     """Return clauses with each one led by a third-person pronoun joined to the one before."""
     out: list[str] = []
@@ -768,12 +773,10 @@ def _statements(
     firm = len(clauses) == len(said)
     # A day said of a routine is no one-off, though the sentence reads as a fact: of
     # "周六上午她去学游泳，学了两年了" the first clause, read on its own, recurs.
-    recurs = [r.kind == "habit" for r in read_utterances(clauses)] if len(clauses) > 1 else []
+    own = read_utterances(clauses) if len(clauses) > 1 else [reading] * len(clauses)
     found = [
-        _from_rules(
-            c, now, replace(reading, kind="habit") if n < len(recurs) and recurs[n] else reading
-        )
-        for n, c in enumerate(clauses)
+        _from_rules(c, now, replace(reading, kind="habit") if r.kind == "habit" else reading)
+        for c, r in zip(clauses, own, strict=True)
     ]
     if not typed:
         # A plan in one clause is kept in no words of the user's, but the move it says lasts
@@ -791,21 +794,16 @@ def _statements(
     if firm and reading.intent == "update" and (slot_news or not any(found)):
         whole = _from_reading(sentence, reading, now, context)
         return _with_move(sentence, [whole] if whole is not None else [], moving, now)
-    missed = [c for c, cand in zip(clauses, found, strict=True) if cand is None]
     # One clause is the sentence the model already read; several are read each on its own.
     # A clause about nothing by itself is read together with its sentence (`in_context`):
     # "I read every label" is about health after "my throat gets tight". One that names a
     # subject keeps it: "we have been together two years" after "my partner Priya" is no
     # second fact about the partner for an update to be torn between.
-    readings = (
-        [reading] * len(missed)
-        if len(clauses) == 1
-        else [
-            _in_sentence(c, r, reading)
-            for c, r in zip(missed, read_utterances(missed), strict=True)
-        ]
-    )
-    by_clause = dict(zip(missed, readings, strict=True))
+    by_clause = {
+        c: r if len(clauses) == 1 else _in_sentence(c, r, reading)
+        for c, r, cand in zip(clauses, own, found, strict=True)
+        if cand is None
+    }
     out = []
     head = ""
     for n, (clause, cand) in enumerate(zip(clauses, found, strict=True)):
@@ -1062,7 +1060,7 @@ def _changes(
     zh = has_cjk(sentence)
     # What it states is its firm clauses: "瑜伽课改到周四了，我可能也换个馆" moves the class and
     # keeps no word of the studio it might leave.
-    firm = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+    firm = _firm_clauses(sentence)
     said = (
         trim_phrase(sentence)
         if not _TENTATIVE.search(sentence)
@@ -1095,7 +1093,7 @@ def _news_in_a_clause(
     (`_changes`); the rest of the sentence is kept as it was. None when no clause, or more
     than one, reads as news, or nothing remembered is clearly what it changes.
     """
-    clauses = [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
+    clauses = _firm_clauses(sentence)
     if len(clauses) < 2:
         return None
     readings = read_utterances(clauses)

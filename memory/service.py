@@ -141,10 +141,9 @@ class MemoryService:
             `[(r.record.content, r.why) for r in service.search("alice", "what do I eat?")]`
         """
         uid = check_user_id(user_id)
-        if now is None:
-            return self._recall.search(uid, query, k, utcnow())
-        with as_of(now):  # what the search reads is judged at the same time
-            return self._recall.search(uid, query, k, now)
+        when = now or utcnow()
+        with as_of(when):  # what the search reads is judged at the same time
+            return self._recall.search(uid, query, k, when)
 
     def as_retriever(self, user_id: str, k: int = 8) -> MemoryRetriever:
         """Return a LangChain retriever over one user's memories, ranked as `search` ranks.
