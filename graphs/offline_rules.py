@@ -1305,6 +1305,7 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
         firm = not _TENTATIVE.search(sentence)  # else only its firm clauses state anything
         news = firm and bool(known) and not asking and _news(sentence, reading, known)
         swapped = _swapped(sentence, reading, known) if firm and not (news or asking) else None
+        said = reading
         if news or swapped is not None:
             reading = replace(reading, intent="update")
         # A plan is often said with the situation it comes from ("计划明年春天去新疆自驾，我有
@@ -1339,6 +1340,13 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
             elif firm and listed and not asking:
                 changed = _news_in_a_clause(sentence, reading, found, listed)
                 found = _moved(sentence, reading, found, listed) if changed is None else changed
+            if news and not found:
+                # The routine it was news of was weighed among the typed memories; among
+                # all listed (raw statements too) none is clearly it. Then it is a statement
+                # of its own ("每晚必跳半小时操，坚持三个月了" is no news of the morning pill),
+                # never dropped.
+                reading = said
+                found = _statements(sentence, reading, now, typed=typed, context=context)
         if asking:
             # A dated happening said with a forget request is why ("wipe what you have on the
             # old dog. we had him put down Monday"): kept, it would keep what is forgotten.

@@ -27,7 +27,7 @@ from memory.store.records import (
 )
 from memory.summary import came_from
 from memory.text.language import HAN
-from memory.text.phrases import NOT_A_MODIFIER, Phrase, key_phrase, phrase_of, states
+from memory.text.phrases import JUST_SAID, NOT_A_MODIFIER, Phrase, key_phrase, phrase_of, states
 from memory.understanding import FAMILY_PREFIX, family_prefixes, read_utterance, replaces_subject
 from memory.understanding.topics import by_meaning, continued, family_of, forget_words, said_with
 
@@ -77,8 +77,7 @@ _FORGET_ALIASES: dict[str, tuple[str, ...]] = {
 # A forget request made of these words points at the user's latest statement.
 _DEICTIC = re.compile(
     r"^(?:it|that|this|those|these|that one|this one|the last one|all that|all of that"
-    r"|(?:what|everything|the thing|the last thing)(?: that)? i (?:just |last )?"
-    r"(?:said|told you|mentioned|wrote)|i (?:just )?(?:said|told you|mentioned) (?:that|this|it)"
+    rf"|{JUST_SAID}|i (?:just )?(?:said|told you|mentioned) (?:that|this|it)"
     r"|这个|这|那个|那|这件事|那件事|这些|那些|它|这句|那句|这句话|那句话|上一句|最后一句"
     r"|(?:我)?(?:刚才|刚刚|方才|之前)(?:说|讲|提|告诉你)?(?:的|过的)?(?:那句|这句)?"
     r"(?:话|内容|事|东西)?)$",

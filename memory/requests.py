@@ -21,7 +21,7 @@ from memory.text.asking import (
 )
 from memory.text.asking import is_filler as _is_filler
 from memory.text.language import HAN, HAN_SPACE, language_of, simplified
-from memory.text.phrases import TOLD, phrase_of, topic_clause, topic_words
+from memory.text.phrases import JUST_SAID, TOLD, phrase_of, topic_clause, topic_words
 from memory.text.statements import parts_of, split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
 from memory.understanding.model import load_model
@@ -97,16 +97,12 @@ _FROM_NOTES = re.compile(r"(?i)\s+from (?:your |the )?(?:memory|memories|notes|r
 # Whole sentences that take back the latest statement.
 _RETRACT_EN = re.compile(
     _LEAD + r"(?:(?:scratch|strike) that(?: last (?:one|bit|thing|part))?|undo that"
-    r"|disregard (?:that|what i (?:just )?said)"
-    r"|ignore what i (?:just )?said|never ?mind what i (?:just )?said"
+    rf"|disregard (?:that|{JUST_SAID})|ignore {JUST_SAID}|never ?mind {JUST_SAID}"
     r"|that's private,? (?:don't|do not) (?:remember|keep|store) it)$",
     re.I,
 )
 # "forget what I just said, …": what it names is the statement before it (a closed class).
-_JUST_SAID_EN = re.compile(
-    r"(?i)^(?:what|the (?:thing|bit|last thing|last bit)(?: that)?) i (?:just |literally just )?"
-    r"(?:said|told you|mentioned|wrote)(?: (?:just now|there|a sec ago|a second ago))?$"
-)
+_JUST_SAID_EN = re.compile(rf"(?i)^{JUST_SAID}$")
 _ZH_LEAD = (
     r"^(?:(?:请问|请|麻烦|麻烦你|你|帮我|可以|能不能|能|那|那就|还是|算了|以后|另外|还有"
     r"|哎呀|哎|唉|诶|欸|嗯|噢|哦|呃|对了)[，, ]*)*"

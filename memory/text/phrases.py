@@ -40,6 +40,15 @@ _REASON_STARTS = re.compile(
 )
 
 
+JUST_SAID = (
+    r"(?:what|wot|wat|whit|wut|everything|the (?:thing|bit|last thing|last bit))(?: that)? i"
+    r" (?:just |last |literally just )?(?:said|told you|mentioned|wrote)"
+    r"(?: (?:just now|there|a sec ago|a second ago))?"
+)
+"""What the user just said, named as such ("what I just said there", "the last bit I wrote";
+"whit" and "wot" are how "what" is typed in Scotland and England): the one pattern a forget
+request's span (`memory.requests`) and its target (`memory.lifecycle.is_deictic`) read."""
+
 TOLD = re.compile(
     r"(?i)^(?:(?:what|everything|anything|all|whatever|the (?:stuff|bits?|things?|parts?))\s+)?"
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
