@@ -78,6 +78,8 @@ FRESH_SETS = {
     "fresh45": DATA / "understanding_fresh45.json",
     "fresh46": DATA / "understanding_fresh46.json",
     "fresh47": DATA / "understanding_fresh47.json",
+    "fresh48": DATA / "understanding_fresh48.json",
+    "fresh49": DATA / "understanding_fresh49.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -116,7 +118,9 @@ read then; the forty-first was kept unread until that stop's first work was in, 
 then read; so were the forty-second (read at once) and the forty-third (kept unread until
 that stop's first work was in), and the forty-fourth (read at once) and the forty-fifth
 (kept unread until that stop's first work was in), and the forty-sixth (read at once) and the
-forty-seventh (kept unread until that stop's first work was in)."""
+forty-seventh (kept unread until that stop's first work was in), and the forty-eighth (read
+at once) and the forty-ninth (kept unread until that stop's work was in, though a listing of
+failed forget checks showed its failing requests)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

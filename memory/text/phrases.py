@@ -50,7 +50,8 @@ JUST_SAID = (
 request's span (`memory.requests`) and its target (`memory.lifecycle.is_deictic`) read."""
 
 TOLD = re.compile(
-    r"(?i)^(?:(?:what|everything|anything|all|whatever|the (?:stuff|bits?|things?|parts?))\s+)?"
+    r"(?i)^(?:(?:what|wot|wat|whit|wut|everything|anything|all|whatever"
+    r"|the (?:stuff|bits?|things?|parts?))\s+)?"
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
     r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
     r"|^(?:the\s+)?(?:stuff|bits?|things?|parts?|details?|info)\s+(?:about|on|of|re)\s+"

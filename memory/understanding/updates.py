@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
+from memory.recall.aliases import aliases_in, relation_in, relations_in
 from memory.store.records import TURN_SUBJECT
 from memory.text.language import has_han
 from memory.understanding import FAMILY_PREFIX, read_utterance
@@ -154,6 +155,21 @@ def changed_record(
         floor: The least similarity the record must reach.
         margin: How much nearer it must be than the next record of the pool.
     """
+    # The name given a relative ("我男朋友叫周航") is no value that news of them changes,
+    # called by it ("周航公司把他调去广州了"): only news that names the relative by relation
+    # may ("I've got a new partner now, her name's Hannah", "actually my sister's called …").
+    renamed = {relation for relation, _, _ in aliases_in(sentence)} | {
+        *relations_in(sentence),
+        relation_in(sentence),
+    }
+    named = [
+        i for i, (_, content) in enumerate(records)
+        if any(pure and rel not in renamed for rel, _, pure in aliases_in(content))
+    ]  # fmt: skip
+    if named:
+        kept = [i for i in range(len(records)) if i not in named]
+        at = changed_record(sentence, family, [records[i] for i in kept], floor, margin)
+        return None if at is None else kept[at]
     pool = pool_of(family, [subject for subject, _ in records])
     # Every record is weighed once: the pool's are read from it, and so is the fallback below.
     everything = update_similarities(sentence, [content for _, content in records])
