@@ -1343,8 +1343,8 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
             if news and not found:
                 # The routine it was news of was weighed among the typed memories; among
                 # all listed (raw statements too) none is clearly it. Then it is a statement
-                # of its own ("每晚必跳半小时操，坚持三个月了" is no news of the morning pill),
-                # never dropped.
+                # of its own, never dropped ("每天睡前必听半小时播客，坚持三个月了" is no
+                # news of a pill taken after lunch).
                 reading = said
                 found = _statements(sentence, reading, now, typed=typed, context=context)
         if asking:

@@ -40,17 +40,20 @@ _REASON_STARTS = re.compile(
 )
 
 
+_WHAT = r"what|wot|wat|whit|wut"
+""""What", as it is typed ("whit" in Scotland, "wot" in England): a closed class of spellings."""
+
 JUST_SAID = (
-    r"(?:what|wot|wat|whit|wut|everything|the (?:thing|bit|last thing|last bit))(?: that)? i"
+    rf"(?:{_WHAT}|everything|the (?:thing|bit|last thing|last bit))(?: that)? i"
     r" (?:just |last |literally just )?(?:said|told you|mentioned|wrote)"
     r"(?: (?:just now|there|a sec ago|a second ago))?"
 )
-"""What the user just said, named as such ("what I just said there", "the last bit I wrote";
-"whit" and "wot" are how "what" is typed in Scotland and England): the one pattern a forget
-request's span (`memory.requests`) and its target (`memory.lifecycle.is_deictic`) read."""
+"""What the user just said, named as such ("what I just said there", "the last bit I wrote",
+"whit I just said"): the one pattern a forget request's span (`memory.requests`) and its
+target (`memory.lifecycle.is_deictic`) read."""
 
 TOLD = re.compile(
-    r"(?i)^(?:(?:what|wot|wat|whit|wut|everything|anything|all|whatever"
+    rf"(?i)^(?:(?:{_WHAT}|everything|anything|all|whatever"
     r"|the (?:stuff|bits?|things?|parts?))\s+)?"
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
     r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
