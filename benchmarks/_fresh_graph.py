@@ -80,6 +80,8 @@ FRESH_SETS = {
     "fresh47": DATA / "understanding_fresh47.json",
     "fresh48": DATA / "understanding_fresh48.json",
     "fresh49": DATA / "understanding_fresh49.json",
+    "fresh50": DATA / "understanding_fresh50.json",
+    "fresh51": DATA / "understanding_fresh51.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second

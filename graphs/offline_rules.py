@@ -458,6 +458,12 @@ def _stated_part(sentence: str) -> str:
 _ANAPHOR = re.compile(r"(?i)^(?:he|she|his|her|they|their|it|its|it's|him|them)\b|^[他她它]")
 
 
+def _states_a_clause(sentence: str) -> bool:
+    """Return True if a clause of a sentence is a statement, likelier than not."""
+    readings = read_utterances(_clauses(sentence))
+    return any(r.intent in _STATES and r.confidence >= 0.5 for r in readings)
+
+
 def _firm_clauses(sentence: str) -> list[str]:
     """Return a sentence's clauses, bound (`_bound`), without the tentative ones."""
     return [c for c in _bound(_clauses(sentence)) if not _TENTATIVE.search(c)]
@@ -1309,9 +1315,16 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
         if news or swapped is not None:
             reading = replace(reading, intent="update")
         # A plan is often said with the situation it comes from ("计划明年春天去新疆自驾，我有
-        # 辆二手的途观"): its clauses are read each on its own, and a statement is kept.
+        # 辆二手的途观"): its clauses are read each on its own, and a statement is kept. So is
+        # a request read as a question that asks by no form, said with what it comes from
+        # ("我女儿见不得葱 一点都不沾 你做菜推荐别带葱的哈"): that is kept, not the request,
+        # when a clause is a statement likelier than not (by hand): "我有没得啥子东西是碰都不
+        # 能碰的，吃了要出事那种" is a question, its first clause a statement at 0.49.
+        several = len(_clauses(sentence)) > 1
         typed = not asking and (
-            reading.intent in _STATES or (reading.intent == "plan" and len(_clauses(sentence)) > 1)
+            reading.intent in _STATES
+            or (reading.intent == "plan" and several)
+            or (reading.intent == "question" and several and _states_a_clause(sentence))
         )
         fix = correction(sentence) if firm and reading.intent in _STATES else None
         # Read as a statement, a correction's form counts only if something remembered said

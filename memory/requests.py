@@ -49,7 +49,7 @@ def is_question(text: str) -> bool:
 # How a request is opened, asked or softened ("would you mind", "is it okay to", "let's").
 _LEAD = (
     r"^(?:(?:please|pls|kindly|sorry|oops|wait|hmm|can you|could you|would you|will you|hey|ok"
-    r"|okay|so|and"
+    r"|okay|so|and|while you're at it"
     r"|also|just|actually|oh|now|then|would you mind|do you mind|mind|could you possibly"
     r"|can we|could we"
     r"|let's|maybe|why don't (?:you|we)|why not|how about (?:you|we)|i'd like you to"
@@ -64,15 +64,17 @@ _FORGET_EN: list[re.Pattern[str]] = [
         re.I,
     ),
     re.compile(
-        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never|not) (?:need to )?"
+        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never|not)"
+        r" (?:need to )?|(?:i'd|i would) (?:sooner|rather)(?: that)? you (?:didn't|did not|never) "
         r"|stop |i (?:don't|do not) want you to )"
-        r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know)"
+        r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know"
+        r"|(?:hold|hang)(?:ing)? on ?to)"
         r"(?: that| this| it| about)*(?:\s+(?P<q>.*?))?(?: (?:anymore|any more|please))?$",
         re.I,
     ),
     re.compile(
         _LEAD + r"(?:(?:delet|remov|eras|dropp?|wip|clear|purg|scrubb?)(?:e|ing)?(?: out)?"
-        r"|take out|get rid of|bin|ditch|chuck(?: out| away)?) "
+        r"|take out|get rid of|let go of|bin|ditch|chuck(?: out| away)?) "
         r"(?:(?:everything|all|anything|whatever|what)(?: (?:that )?you (?:know|have|remember|"
         r"stored|saved|keep))?(?: about| on| of)? "
         r"|the (?:fact|memory|note|part|bit|stuff) (?:that |about )?"
@@ -93,7 +95,10 @@ _FORGET_EN: list[re.Pattern[str]] = [
     ),
 ]
 # Where it is kept, said before a reason ("… from your memory, I have stopped"): no topic.
-_FROM_NOTES = re.compile(r"(?i)\s+from (?:your |the )?(?:memory|memories|notes|records|mind)$")
+_FROM_NOTES = re.compile(
+    r"(?i)(?:^|\s+)(?:from (?:your |the )?(?:memory|memories|notes|records|mind)"
+    r"|on (?:file|record))$"
+)
 # Whole sentences that take back the latest statement.
 _RETRACT_EN = re.compile(
     _LEAD + r"(?:(?:scratch|strike) that(?: last (?:one|bit|thing|part))?|undo that"
@@ -172,7 +177,7 @@ def forget_span(sentence: str) -> ForgetRequest | None:
         if _RETRACT_EN.match(first) or _RETRACT_ZH.match(first) or _JUST_SAID_EN.match(first):
             return ForgetRequest(query=that)
         topic = _FROM_NOTES.sub("", TOLD.sub("", trim_phrase(topic_clause(m["q"] or ""))))
-        topic = _TOO.sub("", topic)  # "take out the bit about my cousin too"
+        topic = _TOO.sub("", _TOO.sub("", topic))  # "take out the bit about my cousin too"
         query = _EMAIL_ADDRESS.sub(lambda e: e[1] or e[2], topic)
         return ForgetRequest(query=query or that)
     # A reason may follow a request said topic first ("…也删掉呗，最近不去了"): up to a comma.
@@ -211,7 +216,8 @@ _TOPIC_FIRST_ZH = re.compile(
     rf"(?:(?:删掉|删了|删除|去掉|忘掉|忘了|清掉|抹掉)(?:{_ASKING_PARTICLE})+"
     r"|(?:别|莫|不用|不要|不必)(?:再)?(?:记住|记着|记下|记|存着|存|留着|保存)(?:了|啦|吧|呗)*)$"
 )
-_TOO = re.compile(r"(?i)\s+(?:too|as well|also)$")
+_TOO = re.compile(r"(?i)(?:^|\s+)(?:too|as well|also|either)$|\s+(?:stuff|things|bits|info)$")
+"""Words after a topic that name no part of it ("the allotment stuff too"): a closed class."""
 _REASON_BREAK = re.compile(rf"(\s*[，,]\s*|{HAN_SPACE})")
 _LAST_CLAUSE = re.compile(rf"\s*(?:[,，;；]|\s[-–—]\s|[—–])\s*|{HAN_SPACE}")
 

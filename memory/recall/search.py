@@ -49,7 +49,7 @@ from memory.understanding import (
     slot_of,
 )
 from memory.understanding.topics import filed_under
-from memory.understanding.updates import in_users_words, record_text
+from memory.understanding.updates import ROUTINE, in_users_words, record_text
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -478,7 +478,10 @@ class Recall:
             return {}  # of someone else: a relative, or a name linked to one ("小雨爱好是啥")
         also = ASKED_WITH.get(asked, ())
 
-        for prefixes in [family_prefixes(asked), *((p,) for p in also)]:
+        # Asked as a routine (the kind head: "我一般早上几点起来？"), the time is a routine's.
+        habitual = asked == "schedule" and reading.kind == "habit"
+        first = (f"{ROUTINE}.",) if habitual else family_prefixes(asked)
+        for prefixes in [first, *((p,) for p in also)]:
             ids = filed(prefixes)
             if len(ids) > k:
                 continue
@@ -538,11 +541,8 @@ class Recall:
     def _may_link(
         self, user_id: UserId, ids: list[str], records: Mapping[str, MemoryRecord], now: datetime
     ) -> set[str]:
-        """Return the records, of `ids`, that may make an alias.
-
-        The store must still have them, recallable and readable by this agent: the lexical
-        snapshot may lag a forget made elsewhere.
-        """
+        """Return the records of `ids` still recallable and readable here (may make an alias)."""
+        # The lexical snapshot may lag a forget made elsewhere: the store has the last word.
         fresh = self.reader.get_many(user_id, [(records[i].kind, i) for i in ids if i in records])
         return {i for i, r in fresh.items() if r.is_recallable(now) and self.reader.may_read(r)}
 

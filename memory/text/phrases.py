@@ -57,7 +57,7 @@ TOLD = re.compile(
     r"|the (?:stuff|bits?|things?|parts?))\s+)?"
     r"(?:that\s+)?i(?:'ve| have)?\s+(?:just\s+)?(?:said|told you|mentioned|shared)"
     r"(?:\s+(?:to|with) you)?\s+(?:about|re|regarding|on)\s+"
-    r"|^(?:the\s+)?(?:stuff|bits?|things?|parts?|details?|info)\s+(?:about|on|of|re)\s+"
+    r"|^(?:the\s+)?(?:stuff|bits?|things?|parts?|details?|info|business)\s+(?:about|on|of|re)\s+"
     # What the assistant holds: "whatever you've got on my car", "track of my heart tablets".
     r"|^(?:(?:what|whatever|everything|anything|all)\s+)?you(?:'ve| have)?\s+(?:got\s+)?"
     r"(?:on|about|re|regarding)\s+|^track\s+of\s+"
@@ -71,7 +71,7 @@ _REQUEST_WORDS = re.compile(
     r"(?i)\b(?:what (?:i|you) (?:just )?(?:told|said|mentioned|know|have|remember)\w*"
     r"|(?:hang|hold) on ?to|actually|please|pls|oops|hmm|wait|just|can you|could you"
     r"|would you|you|i'd"
-    r"|rather|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
+    r"|rather|sooner|didn't|don't|do not|not|no|stop|disregard|ignore|forget|delete|remove|erase"
     r"|take out|bin|ditch|chuck|scrap|toss"
     r"|drop|wipe|scrub|clear|leave|out of|your|memory|memories|notes|file|keep|keeping|store"
     r"|storing|save|saving|remember|remembering|know|told|said|about|the|bit|part|thing"
@@ -82,7 +82,7 @@ _REQUEST_WORDS = re.compile(
     r"|let us|okay|ok|alright|yeah|possibly|maybe|is it|possible|records?|track|things?|hang"
     r"|hold|onto|let go|get rid|forgot|appreciate|prefer)\b"
     r"|的那些|给我(?=[删清忘抹去])|请|麻烦|帮我|你|就|别|不要|不用|不想|再|记录|记住|记着|记下|记了|记|存着|存|保存|留着|留|删掉|删除"
-    r"|删了|删|还有|也|那个|这个|那事儿|这事儿|那事|这事|事儿"
+    r"|删了|删|还有|也|一起|一并|那个|这个|那事儿|这事儿|那事|这事|事儿"
     r"|忘掉|忘记|忘了|忘|清掉|清除|抹掉|去掉|的事|的信息|那块|那条|这条|相关的|都|全|吧|了|啊|呀|可以"
     r"|能不能|要不|好吗|行吗|好不好|关于|有关|那些|那部分|的那|把|嘛|[…。，,？?！!]"
 )

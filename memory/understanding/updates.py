@@ -67,6 +67,10 @@ def in_users_words(content: str) -> bool:
     return record_text(content) != content.strip()
 
 
+ROUTINE = "habit"
+"""The subject a routine is filed under (`habit.…`): one time, said again and again."""
+
+
 def is_routine(subject: str) -> bool:
     """Return True if a record filed under `subject` is a routine (`habit.…`).
 
@@ -75,7 +79,7 @@ def is_routine(subject: str) -> bool:
     where the office is ("我们公司在天府三街", update at 0.15) is as near the job as news of a
     new one, and reads as remembered as often.
     """
-    return subject == "habit" or subject.startswith("habit.")
+    return subject == ROUTINE or subject.startswith(f"{ROUTINE}.")
 
 
 def pool_of(family: str, subjects: Sequence[str]) -> list[int]:
@@ -96,7 +100,7 @@ def pool_of(family: str, subjects: Sequence[str]) -> list[int]:
     return pool
 
 
-NAMED_ONLY = ("health",)
+NAMED_ONLY = ("health", "diet")
 """Families an update changes a record of only when it names it (shares a word with it).
 
 What is filed under health is a list (conditions, medicines, allergies) whose items the
@@ -104,7 +108,9 @@ encoder puts close together ("我海鲜过敏" is 0.26 from the insulin): news o
 ("最近医生让我控糖") is as near to "我有高血压" as a change of it, and ended it. A change of
 one says what it changes ("I stopped the metformin", "血压现在正常了"); no calibration or
 held-out pair changes a health record without a word of it. Such a record still weighs in
-the pool: it is why no other record is clearly nearest."""
+the pool: it is why no other record is clearly nearest. What the user eats is such a list
+too (a dislike, an allergy, a diet): news of a diet begun ("晚上不吃主食了") ended the
+coriander the user never eats, the one food record listed."""
 
 
 def may_change(sentence: str, subject: str, content: str) -> bool:
@@ -116,9 +122,8 @@ def may_change(sentence: str, subject: str, content: str) -> bool:
     family = family_of(subject)
     if subject.startswith(TURN_SUBJECT):
         family = read_utterance(record_text(content)).family
-    return family not in NAMED_ONLY or bool(
-        naming_terms(sentence) & naming_terms(record_text(content))
-    )
+    shared = naming_terms(sentence) & naming_terms(record_text(content))
+    return family not in NAMED_ONLY or bool(shared - _NAMES_NO_ITEM)
 
 
 def naming_terms(text: str) -> set[str]:
@@ -137,6 +142,15 @@ def naming_terms(text: str) -> set[str]:
 _SAME_ROLE = {"boss": "manager", "supervisor": "manager", "领导": "上司"}
 """Words for one role at work, one word each when updates are matched by a word: "we got a new
 boss" names what "my manager is …" said."""
+
+
+_NAMES_NO_ITEM = naming_terms(
+    "eat eating drink drinking food meal not never no more any day every morning night evening"
+    " week lately recently now 不吃 不喝 爱吃 吃了 喝了 每天 早上 晚上 最近 现在 一点 不碰"
+)
+"""Words an item of a `NAMED_ONLY` list shares with news of another (a closed class):
+eating and drinking, negation, when and how often ("I don't eat pork" and "Lately I'm not
+eating bread at night" share "not" and "eat", no item)."""
 
 
 def changed_record(

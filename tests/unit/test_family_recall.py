@@ -288,3 +288,39 @@ def test_a_question_about_two_families_brings_both(service: MemoryService) -> No
     question = "my industry is getting hammered by AI, should I learn to code?"
     got = [h.record.subject for h in service.search("u", question, 5)]
     assert "skills.sewing" in got and "work.role" in got, got
+
+
+@pytest.mark.parametrize(
+    ("question", "routine"),
+    [
+        ("工作日我都几点起床啊？", "用户说：我每天早上六点一刻起床，先去公园打拳。"),
+        ("When do I normally wake up on weekdays?", "User said: I'm up at quarter to six daily."),
+    ],
+)
+def test_a_question_asked_of_a_routine_brings_the_routine_before_dated_events(
+    service: MemoryService, question: str, routine: str
+) -> None:
+    # Read as about the schedule, a question of when brought its dated events level with the
+    # best match; asked as a routine (the kind head reads it so), the answer is a routine.
+    zh = routine.startswith("用户")
+    plans = (
+        ["周五上午去银行办卡", "下周二下午三点开家长会", "周六早上带孩子去打疫苗",
+         "明天上午十点修空调", "下周一早上八点体检"]
+        if zh
+        else ["Bank appointment Friday morning", "Parents' evening next Tuesday at 3pm",
+              "Vaccination for the kids Saturday morning", "Boiler repair in the morning at 10",
+              "Health check next Monday morning at 8am"]
+    )  # fmt: skip
+    memories = [
+        CandidateMemory(kind="fact", subject="habit.getting_up", content=routine),
+        *(
+            CandidateMemory(
+                kind="event", subject=f"event.plan_{n}", content=p,
+                event_date=f"2026-12-{2 + n:02d}",
+            )
+            for n, p in enumerate(plans)
+        ),
+    ]  # fmt: skip
+    service.save("u", Extraction(memories=memories), Source(thread_id="t", said_at=T0))
+    got = [h.record.content for h in service.search("u", question, 5, now=T0) if h.why != "core"]
+    assert routine in got, got
