@@ -52,6 +52,7 @@ def test_news_that_names_the_food_item_still_changes_it() -> None:
         ("let go of everything you have on my divorce, please", "divorce"),
         ("I would rather you did not hang on to my overdraft figures", "overdraft"),
         ("心理咨询那个，你一起删了", "心理咨询"),
+        ("我相亲那件事，也帮我删了吧", "相亲"),
         # The topic first, then "that … either": the topic is what is named, not "either".
         ("my salary figure: I'd sooner you didn't hang on to that either", "salary"),
         # Where it is kept ("on file") is no topic either: the topic said first is.
@@ -65,7 +66,7 @@ def test_a_request_to_let_go_of_a_topic_names_it(request_text: str, names: str) 
     # What asks is no word of the topic ("sooner", "the business about", "either", 一起).
     asking = {"sooner", "either", "while", "have", "would", "did"}
     assert not asking & set(found.query.split()), found
-    assert "一起" not in found.query, found
+    assert "一起" not in found.query and "也" not in found.query, found
 
 
 @pytest.mark.parametrize(
