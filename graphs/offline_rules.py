@@ -39,6 +39,7 @@ from memory.understanding import (
     read_utterances,
     slot_of,
 )
+from memory.understanding.topics import similarities
 from memory.understanding.updates import (
     NEWS_FLOOR,
     changed_record,
@@ -1113,8 +1114,17 @@ def _news_in_a_clause(
     clause, said = news[0]
     mine = [cand for cand in found if trim_phrase(clause) in cand.content]
     changed = _changes(clause, said, mine, known)
-    if not any(c.updates for c in changed):
+    old = next((c.updates for c in changed if c.updates), None)
+    if old is None:
         return None
+    # The clause read as news may only say that something happened ("广场舞队昨天开会了，从
+    # 下个月开始每人每月交三十块" ended the fee with the meeting): what changed is the clause
+    # nearest to what it changes.
+    rid, subject, content = next(k for k in known if k[0] == old)
+    nearest = clauses[int(similarities(record_text(content), clauses).argmax())]
+    if nearest != clause:
+        mine = [cand for cand in found if trim_phrase(nearest) in cand.content]
+        changed = _changes(nearest, said, mine, known, (rid, subject))
     return [c for c in found if c not in mine] + changed
 
 

@@ -1,6 +1,7 @@
 """News of a diet begun ends no other food record; "let go of" a topic asks to forget it (issue 22).
 
-A request read as a question, said with what it comes from, keeps what it comes from.
+A request read as a question, said with what it comes from, keeps what it comes from. News
+said in one clause of several changes a record by the clause nearest to it.
 
 What the user eats is a list, as their health is (`memory.understanding.updates.NAMED_ONLY`):
 news of one more item ("lately I'm off bread at night") is no change of another ("I can't
@@ -75,3 +76,13 @@ def test_a_request_to_let_go_of_a_topic_names_it(request_text: str, names: str) 
 )
 def test_what_was_not_kept_is_no_request(text: str) -> None:
     assert forget_requests(text) == []
+
+
+def test_news_in_one_clause_files_the_clause_nearest_what_it_changes() -> None:
+    # "健身操队昨天开会了" reads as the news (update 0.56), and it ended the fee: the new fee
+    # was lost. What changed is the clause nearest the fee; the meeting is kept as an event.
+    fee = [("f1", "note.x", "用户说：健身操的会费我收，一人一个月十五块。")]
+    found = extract_rules("健身操队昨天开会了，会费以后一人一个月二十五块", _NOW, fee).memories
+    (change,) = [c for c in found if c.updates]
+    assert change.updates == "f1" and "二十五" in change.content, found
+    assert any("开会" in c.content and not c.updates for c in found), found
