@@ -122,8 +122,10 @@ def may_change(sentence: str, subject: str, content: str) -> bool:
     family = family_of(subject)
     if subject.startswith(TURN_SUBJECT):
         family = read_utterance(record_text(content)).family
+    if family not in NAMED_ONLY:
+        return True
     shared = naming_terms(sentence) & naming_terms(record_text(content))
-    return family not in NAMED_ONLY or bool(shared - _NAMES_NO_ITEM)
+    return bool(shared - _NAMES_NO_ITEM)
 
 
 def naming_terms(text: str) -> set[str]:
