@@ -49,7 +49,7 @@ from memory.understanding import (
     slot_of,
 )
 from memory.understanding.topics import filed_under
-from memory.understanding.updates import ROUTINE, in_users_words, record_text
+from memory.understanding.updates import ROUTINE, in_users_words, record_text, spoken
 
 log = logging.getLogger(__name__)
 CANDIDATES = 200
@@ -81,7 +81,6 @@ IMMINENT = timedelta(days=14)
 _PARTS = re.compile(r"[，,;；]")
 ALSO_ASKED = 0.15
 """A question is about a second family too when the model gives it at least this."""
-
 
 KIND_POOL = 50
 """How many of the nearest memories are read for the kind of thing a query is about."""
@@ -121,7 +120,7 @@ def _eats(records: Mapping[str, MemoryRecord], ids: list[str], now: datetime) ->
     its clause ("我家那位见不得香菜" is a limit beside "放了就不吃饭").
     """
     said = said_in_message(ids, records, now)
-    texts = [(i, records[i].content) for i in ids]
+    texts = [(i, spoken(records[i].content)) for i in ids]
     texts += [
         (i, " ".join(record_text(records[j].content) for j in said[i])) for i in ids if said.get(i)
     ]
@@ -459,9 +458,9 @@ class Recall:
             )
 
         # A meal the user cooks or eats too, whoever else is named ("my brother's over for
-        # supper, what should I make?", "老公不回来吃，就我一个人，吃啥好"), is the user's as
-        # much as theirs: the user's own limits come with what is filed under the relative.
-        # "What does my brother like to eat?" is about him alone.
+        # supper, what should I make?"), is the user's as much as theirs: the user's limits come
+        # with what is filed under the relative, and with a taste typed as one ("i hate okra";
+        # a remark filed with the tastes is none). "What does my brother eat?" is his alone.
         shared = asked == MEAL and aliases.names_the_user(query)
         found: dict[str, float | None] = {}
         if (who := aliases.relation_in(query)) is not None:
@@ -490,7 +489,8 @@ class Recall:
                 readings = read_utterances([records[i].content for i in ids])
                 found.update((i, nearness(r, reading)) for i, r in zip(ids, readings, strict=True))
         if asked == MEAL and (shared or (who is None and not someone)):
-            kin = _eats(records, filed(family_prefixes("family")), now)
+            tastes = [i for i in filed(("likes.",)) if not in_users_words(records[i].content)]
+            kin = _eats(records, [*filed(family_prefixes("family")), *tastes], now)
             readings = read_utterances([records[i].content for i in kin])
             found.update((i, nearness(r, reading)) for i, r in zip(kin, readings, strict=True))
         # A second family too: "我们这行最近裁员好多啊，要不要学点别的技能？" (skills, and work).

@@ -62,6 +62,18 @@ def record_text(content: str) -> str:
     return _SAID.sub("", content).strip()
 
 
+_TYPED_FRAME = re.compile(r"^(?:User\b(?!')\s*|用户(?!说))")
+
+
+def spoken(content: str) -> str:
+    """Return a record's content nearer the user's own words: without the offline frame.
+
+    "User dislikes okra." is read as "dislikes okra.": the heads were fitted on what users
+    say, and the third-person "User" that opens a typed record hides what it is about.
+    """
+    return _TYPED_FRAME.sub("", record_text(content))
+
+
 def in_users_words(content: str) -> bool:
     """Return True if a record's content is the user's words in the offline path's frame."""
     return record_text(content) != content.strip()
