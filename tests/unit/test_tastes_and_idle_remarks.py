@@ -1,4 +1,4 @@
-"""A food said as a taste at a meal, and remarks that are no statement of the user's (issue 22).
+"""A food said as a taste at a meal (issue 22).
 
 Phrasings here are the project's own, none from the fresh sets.
 """
