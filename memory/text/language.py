@@ -66,17 +66,27 @@ No corpus line has any: unread, "嫑记着了" took 嫑 for the topic of a forge
 meal asked with 咥 was about nothing."""
 
 
+_I_IN_DIALECT = re.compile(
+    r"(?:^|(?<=[\s，,。！!？?；;：:、~～给让叫把被跟和对帮替问找请的是说都也连比]))"
+    r"额(?![度头外定满角数，,。.…~～！!？?\s]|$)"
+)
+"""额 for 我 (Shaanxi, Gansu, Shanxi: "额妈在宝鸡", "嫑给额放香菜"), where 我 would stand: at the
+start of a clause or after a word that comes before the one spoken of (给, 跟, 的, 都 …).
+Elsewhere, and before 度, 头, 外 (额度, 额头, 额外), it is the 额 of an amount or the
+forehead (金额, 名额, 余额 keep it); before a pause ("额，我想想") it is a filler."""
+
+
 def simplified(text: str) -> str:
     """Return a text with its traditional Chinese characters in simplified form.
 
     Users in Taiwan and Hong Kong write traditional characters ("別記了", "我對芒果過敏"),
     which the understanding model and the request patterns, written in simplified ones, do
-    not read; dialect characters are read as their standard ones (`_DIALECT`). What is kept stays
-    in the user's own characters; only how it is read changes.
+    not read; dialect characters are read as their standard ones (`_DIALECT`, `_I_IN_DIALECT`).
+    What is kept stays in the user's own characters; only how it is read changes.
     """
     if not has_han(text):
         return text
-    read = str(_to_simplified().convert(text)).translate(_DIALECT)
+    read = _I_IN_DIALECT.sub("我", str(_to_simplified().convert(text)).translate(_DIALECT))
     if len(read) != len(text):
         return read
     # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside
