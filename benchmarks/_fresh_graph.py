@@ -82,6 +82,8 @@ FRESH_SETS = {
     "fresh49": DATA / "understanding_fresh49.json",
     "fresh50": DATA / "understanding_fresh50.json",
     "fresh51": DATA / "understanding_fresh51.json",
+    "fresh52": DATA / "understanding_fresh52.json",
+    "fresh53": DATA / "understanding_fresh53.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -122,7 +124,9 @@ that stop's first work was in), and the forty-fourth (read at once) and the fort
 (kept unread until that stop's first work was in), and the forty-sixth (read at once) and the
 forty-seventh (kept unread until that stop's first work was in), and the forty-eighth (read
 at once) and the forty-ninth (kept unread until that stop's work was in, though a listing of
-failed forget checks showed its failing requests)."""
+failed forget checks showed its failing requests). The fiftieth was read at once and the
+fifty-first kept unread until that stop's work was in; the fifty-second was read at once and
+the fifty-third kept unread until that stop's first work was in."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

@@ -57,6 +57,14 @@ _LEAD = (
     r"|(?:is it|would it be) (?:ok|okay|alright|possible|fine) (?:if you|for you to|to))"
     r"[ ,]+)*"
 )
+_DONT_KEEP = (
+    r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never|not)"
+    r" (?:need to )?|(?:i'd|i would) (?:sooner|rather)(?: that)? you (?:didn't|did not|never) "
+    r"|stop |i (?:don't|do not) want you to )"
+    r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know"
+    r"|(?:hold|hang)(?:ing)? on ?to)"
+)
+"""A request not to keep something, before what it names ("no need to hold on to …")."""
 _FORGET_EN: list[re.Pattern[str]] = [
     re.compile(
         _LEAD + r"forget(?:ting)?(?: about| that| it all| everything(?: you know)? about| all about"
@@ -64,12 +72,8 @@ _FORGET_EN: list[re.Pattern[str]] = [
         re.I,
     ),
     re.compile(
-        _LEAD + r"(?:(?:you )?(?:don't|do not|dont|no need to|needn't|never|not)"
-        r" (?:need to )?|(?:i'd|i would) (?:sooner|rather)(?: that)? you (?:didn't|did not|never) "
-        r"|stop |i (?:don't|do not) want you to )"
-        r"(?:remember|remembering|keep|keeping|store|storing|save|saving|record|recording|know"
-        r"|(?:hold|hang)(?:ing)? on ?to)"
-        r"(?: that| this| it| about)*(?:\s+(?P<q>.*?))?(?: (?:anymore|any more|please))?$",
+        _LEAD + _DONT_KEEP + r"(?: that| this| it| about)*(?:\s+(?P<q>.*?))?"
+        r"(?: (?:anymore|any more|please))?$",
         re.I,
     ),
     re.compile(
@@ -198,9 +202,9 @@ def forget_span(sentence: str) -> ForgetRequest | None:
 _TOPIC_FIRST_EN = re.compile(
     r"^(?:(?:and|also|oh|plus|ok|okay|so)\s+)*(?P<q>.+?)\s*[,—–:;-]+\s*"
     r"(?:(?:please|pls|can you|could you|just|and|also)\s+)*"
-    r"(?:forget|delete|drop|remove|erase|wipe|scratch|clear)\s+"
-    r"(?:that|it|this|those|them)(?:\s+(?:out|off|away))?"
-    r"(?:\s+(?:too|as well|also|please|from (?:your )?memory))*$",
+    r"(?:(?:forget|delete|drop|remove|erase|wipe|scratch|clear)\s+|" + _DONT_KEEP + r"\s+)"
+    r"(?:that|it|this|those|them)(?:\s+one)?(?:\s+(?:out|off|away))?"
+    r"(?:[\s,]+(?:too|either|as well|also|please|thanks|from (?:your )?memory))*$",
     re.I,
 )
 # The topic first, with no 把 (`_FORGET_ZH` reads those), asked ("我周末打球那个也删掉呗");
