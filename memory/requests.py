@@ -337,7 +337,11 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
             for word in relatives.values()
             for who in [relation_in(word)]
         ]
-    who = relation_in(query) if subject is None and reading.target == "family" else None
+    # A relative named after the thing a topic is about ("the music thing wey my grandpa
+    # taught me") is no topic of their own: the thing is, and the other clauses said with it.
+    thing = _THING_FIRST.match(query)
+    by_relative = reading.target == "family" and (thing is None or relation_in(thing[0]))
+    who = relation_in(query) if subject is None and by_relative else None
     if who is not None and "family" in (reading.family, read_utterance(query).family):
         subject = f"{FAMILY_PREFIX['family']}.{who}"
     elif subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
@@ -399,6 +403,10 @@ def _topic_words(sentence: str) -> str:
         about = [c for c, r in zip(clauses, readings, strict=True) if r.family != "none"]
         clauses = about or clauses
     return topic_words(" ".join(clauses))
+
+
+_THING_FIRST = re.compile(r"(?i)the\s+(?:\w+\s+){1,2}?(?:thing|stuff|bit|business)\b")
+"""A topic that names a thing first ("the music thing …"), not a relative."""
 
 
 # Families with one value per user: the family alone says which record ("stop storing my

@@ -85,3 +85,12 @@ def test_a_topic_said_first_then_not_to_keep_it_names_the_topic(said: str, topic
 
 def test_not_keeping_that_alone_still_takes_back_the_last_statement() -> None:
     assert [r.query for r in forget_requests("no need to keep that one, ta")] == ["that"]
+
+
+def test_a_relative_named_after_the_thing_a_topic_is_about_is_not_the_topic() -> None:
+    # Filed as a request about the aunt, it forgot what was filed under her and kept the
+    # cooking, said in the same sentence.
+    asked = forget_requests("and the cooking stuff my aunt showed me, no need to keep that")
+    assert [(r.query, r.subject) for r in asked] == [("the cooking stuff my aunt showed me", None)]
+    # A thing named by the relative is theirs.
+    assert forget_requests("the nephew stuff, please drop it")[0].subject == "family.nephew"
