@@ -340,7 +340,9 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     # A relative named after the thing a topic is about ("the music thing wey my grandpa
     # taught me") is no topic of their own: the thing is, and the other clauses said with it.
     thing = _THING_FIRST.match(query)
-    by_relative = reading.target == "family" and (thing is None or relation_in(thing[0]))
+    by_relative = reading.target == "family" and (
+        thing is None or relation_in(thing[0]) is not None
+    )
     who = relation_in(query) if subject is None and by_relative else None
     if who is not None and "family" in (reading.family, read_utterance(query).family):
         subject = f"{FAMILY_PREFIX['family']}.{who}"
