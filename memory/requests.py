@@ -20,7 +20,7 @@ from memory.text.asking import (
     without_tag,
 )
 from memory.text.asking import is_filler as _is_filler
-from memory.text.language import HAN, HAN_SPACE, language_of, simplified
+from memory.text.language import HAN, HAN_SPACE, language_of, read_form
 from memory.text.phrases import JUST_SAID, TOLD, phrase_of, topic_clause, topic_words
 from memory.text.statements import parts_of, split_text
 from memory.understanding import FAMILY_PREFIX, Reading, read_utterance, read_utterances
@@ -271,10 +271,11 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     mind dropping the notes on my cousin?") or not; a question about memory ("Have I told
     you about my job?") is the model's to tell apart. Its words are the wording's where a
     pattern knows it (`forget_span`), else the sentence's less its request words. A
-    sentence in traditional Chinese is read, and its words given, in simplified characters
-    (`simplified`); what they name is matched in either (`memory.text.phrases.states`).
+    sentence in traditional Chinese is read, and its words given, in simplified characters,
+    and one in Scots in standard words (`read_form`); what they name is matched in either
+    script (`memory.text.phrases.states`).
     """
-    sentence = simplified(sentence)
+    sentence = read_form(sentence)
     reading = read_utterance(sentence)
     found = forget_span(sentence)
     # An interjection first ("Oh god, forget what I just said, …", "哎呀，…"): the request

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from memory.text.language import EMOJI, HAN, HAN_CHAR, HAN_SPACE, NOT_AN_END, simplified
+from memory.text.language import EMOJI, HAN, HAN_CHAR, HAN_SPACE, NOT_AN_END, read_form
 from memory.text.statements import parts_of
 
 # An auxiliary verb opening a yes/no question is followed by its subject ("do you", "is it",
@@ -155,7 +155,7 @@ def asks_by_form(sentence: str) -> bool:
     "最近头发掉得有点多，是不是压力太大了" states (and is kept) while "我弟弟多大了，在哪上学"
     asks.
     """
-    s = simplified(sentence.strip().strip("\"'“”‘’「」"))
+    s = read_form(sentence.strip().strip("\"'“”‘’「」"))
     if not s:
         return False
     if s.endswith(("?", "？")):

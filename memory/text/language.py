@@ -92,3 +92,57 @@ def simplified(text: str) -> str:
     # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside
     # the basic plane that no corpus line uses: they stay as typed.
     return "".join(own if ord(new) > 0xFFFF else new for own, new in zip(text, read, strict=True))
+
+
+_SCOTS = {
+    "dinnae": "don't", "dinna": "don't", "cannae": "can't", "canna": "can't",
+    "didnae": "didn't", "doesnae": "doesn't", "isnae": "isn't", "wasnae": "wasn't",
+    "arenae": "aren't", "werenae": "weren't", "havenae": "haven't", "havnae": "haven't",
+    "hasnae": "hasn't", "couldnae": "couldn't", "wouldnae": "wouldn't",
+    "shouldnae": "shouldn't", "mustnae": "mustn't", "willnae": "won't",
+    "och": "oh", "ach": "oh", "aboot": "about", "oot": "out", "aff": "off", "doon": "down",
+    "tae": "to", "wi": "with", "fae": "from", "frae": "from", "ye": "you", "yer": "your",
+    "yersel": "yourself", "masel": "myself", "hame": "home", "heid": "head", "telt": "told",
+    "whit": "what", "naw": "no", "bairn": "child", "bairns": "children", "weans": "children",
+    "gonnae": "going to", "wannae": "want to", "tatties": "potatoes",
+}  # fmt: skip
+_SCOTS_WORD = re.compile(r"(?i)\b(" + "|".join(sorted(_SCOTS, key=len, reverse=True)) + r")\b(?!-)")
+_KIN_IN_SCOTS = re.compile(r"(?i)\b(the|my|our|your|his|her|their|wee) (wean|da|maw)\b")
+_KIN = {"wean": "child", "da": "dad", "maw": "mum"}
+"""Scots spelling read in the words of standard English, as 嫑 and 额 are read as 别 and 我:
+"och scratch that last bit dinnae keep it" took "och" for a topic, and "the one that watches
+the wean" was about no relative. A closed dialect word list (the verbs' "-nae" is "-n't");
+"wean", "da" and "maw" only after a word that comes before a person ("wean off" is a verb).
+Only how a message is read changes: what is kept stays as typed (`read_form`)."""
+
+
+_MUM = re.compile(r"(?i)\b(my|your|yer|his|her|our|their|the|ma) ma\b")
+_MY_AND = re.compile(r"(?i)\b(?:ma(?= [a-z])|an(?= [b-df-gj-np-tv-z]))\b")
+"""Scots "ma" (my; after one's: mum) and "an" (and, before a consonant), read so only in a
+text with a sure Scots word: elsewhere they are "Ma and Pa" and "an" of "an hour"."""
+
+
+def read_form(text: str) -> str:
+    """Return a text as the understanding model and the request patterns read it.
+
+    Chinese in simplified characters (`simplified`), English dialect spelling in standard
+    words (`_SCOTS`). Unlike `simplified`, it may change a text's length: a value is never
+    copied from what it returns.
+    """
+    if has_han(text):
+        return simplified(text)
+    if not _SCOTS_WORD.search(text) and not _KIN_IN_SCOTS.search(text):
+        return text
+    text = _KIN_IN_SCOTS.sub(lambda m: f"{m[1]} {_KIN[m[2].lower()]}", text)
+    if _SCOTS_WORD.search(text):
+        text = _MUM.sub(lambda m: f"{m[1]} mum", text)
+        text = _MY_AND.sub(
+            lambda m: _in_case_of(m[0], "my" if m[0].lower() == "ma" else "and"), text
+        )
+    return _SCOTS_WORD.sub(lambda m: _in_case_of(m[1], _SCOTS[m[1].lower()]), text)
+
+
+def _in_case_of(word: str, standard: str) -> str:
+    if len(word) > 1 and word.isupper():
+        return word  # an abbreviation ("Madison, WI")
+    return standard[0].upper() + standard[1:] if word[0].isupper() else standard

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from memory.store.records import subject_under
-from memory.text.language import simplified
+from memory.text.language import read_form
 from memory.understanding.model import UnderstandingModel, load_model
 
 __all__ = [
@@ -241,8 +241,8 @@ def read_utterances(texts: list[str]) -> list[Reading]:
     fresh: dict[str, Reading] = {}
     if todo:
         model = load_model()
-        # Read in simplified characters, as the corpus is written (`simplified`).
-        probs = model.predict([simplified(t) for t in todo])
+        # Read in simplified characters and standard spelling, as the corpus is written.
+        probs = model.predict([read_form(t) for t in todo])
         intents = model.heads["intent"].labels
         forget, update = intents.index("forget"), intents.index("update")
         asked = "asked" if "asked" in probs else "family"  # a model from before the head

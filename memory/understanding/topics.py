@@ -1,18 +1,14 @@
 """What a forget request's topic names when no remembered word says it: by family and meaning.
 
-"Delete the stuff about my blood sugar" must reach "I inject insulin every morning", which
-shares no word with it. The request's words are read by the understanding model for their
-subject family (health), and only the messages in which the user said something of that
-family are weighed, statement by statement, by the bundled encoder's similarity to the words.
-Only what was kept in the user's own words is weighed (a record with a value, a name or a
-request naming a statement is matched by its words alone). One message is taken, and only
-when it is both near enough and clearly nearer than every other: a request that names a
-topic must never take a neighbour with it (the allergy beside the insulin), so when two are
-about as near, neither goes and the request is reported unmatched. Of the message taken,
-what was said together with the topic goes with it, raw statements included.
-
-Also here: what "that" reaches in a sentence (`continued`) and whether a family the user has
-one of is what a request's words name (`one_value_family`).
+"Delete the stuff about my blood sugar" must reach "I inject insulin every morning": no word
+is shared. The words are read for their family (health), and only messages that said
+something of it are weighed, statement by statement, by the encoder's similarity to the
+words; only what was kept in the user's own words (a record with a value, a name or a
+request naming a statement is matched by its words). One message is taken, only when near
+enough and clearly nearer than every other: a topic must never take a neighbour (the allergy
+beside the insulin), so of two about as near neither goes. Of the message taken, what was
+said together with the topic goes too, raw statements included. Also: what "that" reaches
+(`continued`), whether a one-value family is what words name (`one_value_family`).
 """
 
 from __future__ import annotations
@@ -40,9 +36,9 @@ from memory.understanding import (
 from memory.understanding.features import sentence_vectors
 
 MEANING_FLOOR = 0.30
-"""The least cosine similarity (bundled encoder) between a request's words and a record.
-Set on the calibration pairs of `tests/unit/test_forget_by_meaning.py` (a neighbour of the
-same family reaches 0.26: "我海鲜过敏" vs the insulin), and checked on its held-out ones."""
+"""The least cosine similarity (bundled encoder) between a request's words and a record. Set
+on the calibration pairs of `tests/unit/test_forget_by_meaning.py` (a neighbour of the same
+family reaches 0.26: "我海鲜过敏" vs the insulin); checked on its held-out ones."""
 MEANING_MARGIN = 0.04
 """How much nearer than the family's next record the one taken must be."""
 RAW_OFFSET = 0.07
@@ -67,7 +63,6 @@ _DESCRIBED_HAN = 5
 characters (猫头鹰 is one thing, and no 猫), "家里每月还贷款那事" describes one."""
 _BY_KIND = ("habit.", "event.")
 """Subjects that file a record by its kind (a routine, a dated event), not by what it is about."""
-
 
 _EXTRA_PREFIXES = {"hobbies": ("likes",), "home": ("home",)}
 """Where the offline path files remarks of a family besides its prefix (`graphs.offline_rules`)."""
@@ -180,35 +175,41 @@ def _across(words: str, said: dict[str, list[_Statement]], weighed: set[str]) ->
 _ANY_MEDICINE = re.compile(
     r"(?i)\b(?:pills?|meds?|medications?|medicines?|prescriptions?|drugs?|tablets?|capsules?)\b|药"
 )
-"""The words for medicine in general (a closed class, not a phrasing): "my meds" means each
-one, where a drug's name means that one only."""
+"""Words for medicine in general (a closed class): "my meds" is each one, a drug's name one."""
 
 
 def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     """Return the statements of the messages that name a medicine the words mean.
 
-    The encoder knows few medicines by name: "the pills I'm on" is nearer to "I'm allergic to
-    sesame" than to "I take levothyroxine", "我吃药" to "我对花生过敏" than to "每天吃一片氨氯
-    地平". The model's medicine head reads the words and the messages (`Reading.medicine`).
-    Of the messages about a medicine, the one clearly nearest the words ("my thyroid pill"),
-    else the one health message other words name, else all ("my meds", `_ANY_MEDICINE`); a
-    drug named and not clearly one of them takes nothing. Its health goes with a medicine.
+    The encoder knows few medicines: "the pills I'm on" is nearer to "I'm allergic to sesame"
+    than to "I take levothyroxine". The medicine head reads the words and the messages, read
+    whole ("我血压高，每天吃一颗X，医生喊我少吃盐" is about salt) and by clause beside a
+    condition (alone, "took up fly fishing when I retired" reads as one). Of them, the one
+    health message other words name ("甲亢吃药那个"), else the one clearly nearest the words
+    ("my thyroid pill"), else all ("my meds", `_ANY_MEDICINE`); a drug named and not clearly
+    one of them takes nothing. Its health goes with a medicine.
     """
     from memory.understanding.updates import naming_terms, record_text  # it imports this
 
     said = _by_message(units)
-    messages = [m for m, r in zip(said, _read_whole(said), strict=True) if r.medicine]
+    # A clause read as a medicine and not as food (an allergy's "吃一口就肿" is) names one.
+    read = read_utterances([record_text(u.text) for u in units])
+    alone = {id(u): r for u, r in zip(units, read, strict=True)}
+    pills = {id(u) for u in units if alone[id(u)].medicine and not alone[id(u)].food}
+    health = {m for m, us in said.items() if any("health" in _families(u) for u in us)}
+    wholes = zip(said, _read_whole(said), strict=True)
+    messages = [
+        m for m, r in wholes if r.medicine or m in health and pills & {id(u) for u in said[m]}
+    ]
+    other = naming_terms(_ANY_MEDICINE.sub(" ", words)) - _ANY_TOPIC  # what it is for, a name
+    named = [m for m, us in said.items() if other & naming_terms(" ".join(u.text for u in us))]
+    named = [m for m in named if m in health]
+    if len(named) == 1:  # "甲亢吃药那个" beside a nut allergy's 药 in the bag
+        messages = named
     if not messages:
         return []
     best, near = _message_nearness(words, messages, said)
-    at = pick(best, MEANING_FLOOR, MEANING_MARGIN)
-    other = naming_terms(_ANY_MEDICINE.sub(" ", words)) - _ANY_TOPIC  # what it is for, a name
-    if at is None and other:  # the one health message they name, read as no medicine
-        named = [m for m, us in said.items() if other & naming_terms(" ".join(u.text for u in us))]
-        named = [m for m in named if any("health" in _families(u) for u in said[m])]
-        if len(named) == 1:  # "甲亢吃药那个" beside a nut allergy's 药 in the bag
-            messages, at = named, 0
-            best, near = _message_nearness(words, messages, said)
+    at = 0 if messages == named else pick(best, MEANING_FLOOR, MEANING_MARGIN)
     if at is not None:
         chosen = {messages[at]}
     elif _ANY_MEDICINE.search(words):
@@ -218,8 +219,7 @@ def _medicines(words: str, units: Sequence[_Statement]) -> list[_Statement]:
     said_of = [(u, n) for u, n in near if u.message in chosen]
     taken = {id(u) for u in _said_together("health", said_of)}
     # A medicine said alone is filed as a routine, read as a schedule: its own reading counts.
-    clauses = read_utterances([record_text(u.text) for u, _ in said_of])
-    return [u for (u, _), r in zip(said_of, clauses, strict=True) if id(u) in taken or r.medicine]
+    return [u for u, _ in said_of if id(u) in taken or alone[id(u)].medicine]
 
 
 def _things(words: str, thing: str, units: Sequence[_Statement]) -> list[_Statement]:
