@@ -84,6 +84,8 @@ FRESH_SETS = {
     "fresh51": DATA / "understanding_fresh51.json",
     "fresh52": DATA / "understanding_fresh52.json",
     "fresh53": DATA / "understanding_fresh53.json",
+    "fresh54": DATA / "understanding_fresh54.json",
+    "fresh55": DATA / "understanding_fresh55.json",
 }
 """The fresh sets: the first written by the project after training (its misses were then
 read, and train-only corpus lines written for them), the second written blind by a second
@@ -126,7 +128,8 @@ forty-seventh (kept unread until that stop's first work was in), and the forty-e
 at once) and the forty-ninth (kept unread until that stop's work was in, though a listing of
 failed forget checks showed its failing requests). The fiftieth was read at once and the
 fifty-first kept unread until that stop's work was in; the fifty-second was read at once and
-the fifty-third kept unread until that stop's first work was in."""
+the fifty-third kept unread until that stop's first work was in; so were the fifty-fourth
+(read at once) and the fifty-fifth (kept unread until that stop's first work was in)."""
 TOP = 5
 """A statement is recalled when it is among the first `TOP` memories of a turn."""
 

@@ -12,7 +12,7 @@ forget request); then the median time per utterance of the model (one utterance 
 the encoder included, nothing cached) and of the old keyword rules, in the same run.
 
 Also, in the same JSON: the fresh sets (`benchmarks/data/understanding_fresh.json`, and
-`understanding_fresh2.json` to `understanding_fresh53.json`, each written blind by another
+`understanding_fresh2.json` to `understanding_fresh55.json`, each written blind by another
 author; in no split) through the
 offline extractor, and with ``--graph`` through the compiled graph
 (`benchmarks/_fresh_graph.py`: typed, recalled in the top 5, updates, forgets, the dinner

@@ -603,7 +603,7 @@ _OTHER_PERSON = re.compile(
     # "the wife works at the post office", "老公在银行上班": a relative, though no "my" says so.
     + r")s?\b|^the\s+(?:"
     + "|".join(map(re.escape, relation_words(False, PEOPLE)))
-    + r")s?\b|^(?:我的?)?(?:"
+    + r")s?\b|^(?:(?:我们|咱们|我|咱|俺)的?)?(?:"
     # A word that has the speaker in it ("我家那位") goes on from the 我 that starts the clause.
     + "|".join(
         re.escape(w.removeprefix("我")) for w in [*relation_words(True, PEOPLE), "朋友", "同学"]
@@ -1005,8 +1005,30 @@ def _news(sentence: str, reading: Reading, known: Sequence[Known]) -> bool:
     return read_utterance(record_text(content)).family == reading.family
 
 
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _not_past(known: Sequence[Known], now: datetime, day: str) -> list[Known]:
+    """Return what is listed, less the events whose day has passed when `day` is still ahead.
+
+    An event that happened is not moved to a day to come. With only "大前天我去了超市" listed,
+    "Next Friday I have a dentist appointment" (news at 0.22) moved the trip to the shop; a
+    day passed may still be said to be another passed one ("the review was on the 2nd").
+    """
+    today = now.date().isoformat()
+    if day < today:
+        return list(known)
+    days = [_ISO_DAY.search(content) if subject.startswith("event.") else None
+            for _, subject, content in known]  # fmt: skip
+    return [k for k, at in zip(known, days, strict=True) if at is None or at[0] >= today]
+
+
 def _moved(
-    sentence: str, reading: Reading, found: list[CandidateMemory], known: Sequence[Known]
+    sentence: str,
+    reading: Reading,
+    found: list[CandidateMemory],
+    known: Sequence[Known],
+    now: datetime,
 ) -> list[CandidateMemory]:
     """Return a statement's candidates, a dated event that moves a remembered one marked so.
 
@@ -1026,7 +1048,8 @@ def _moved(
     said = [reading, *(read_utterances(clauses) if len(clauses) > 1 else [])]
     if max(r.update for r in said) < NEWS_FLOOR:
         return found
-    old = _meant_by(sentence, replace(reading, family="schedule"), known)
+    ahead = _not_past(known, now, str(event.event_date)[:10])
+    old = _meant_by(sentence, replace(reading, family="schedule"), ahead)
     if old is None or not old[1].startswith(f"{FAMILY_PREFIX['schedule']}."):
         return found
     if any(rid == old[0] and str(event.event_date) in content for rid, _, content in known):
@@ -1362,7 +1385,9 @@ def _extract(text: str, now: datetime, known: Sequence[Known] = ()) -> Extractio
                 found = _changes(sentence, reading, found, listed, swapped)
             elif firm and listed and not asking:
                 changed = _news_in_a_clause(sentence, reading, found, listed)
-                found = _moved(sentence, reading, found, listed) if changed is None else changed
+                found = (
+                    _moved(sentence, reading, found, listed, now) if changed is None else changed
+                )
             if news and not found:
                 # The routine it was news of was weighed among the typed memories; among
                 # all listed (raw statements too) none is clearly it. Then it is a statement

@@ -320,6 +320,12 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
         # Read as taking back the last statement, "remove the last line from that card
         # verse" is about a text: unworded, the forget head must say so too (`_says_that`).
         said_that = found is not None and found.query == that
+        # A topic said first, then "that" ("the knee thing I told you about, can you not keep
+        # that?"), names the topic, however the whole is read; unless the topic is itself
+        # what was just said ("wait actually nvm that last bit, dont save it").
+        topic = found.query if found is not None and not said_that else ""
+        if topic and _topic_first(sentence) and read_utterance(topic).target != "that":
+            return [ForgetRequest(query=topic)]
         return [ForgetRequest(query=that)] if said_that or _says_that(sentence) else []
     if found is None:
         found = ForgetRequest(query=_topic_words(sentence) or that)
@@ -350,6 +356,12 @@ def forget_requests(sentence: str) -> list[ForgetRequest]:
     elif subject is None and reading.target == "family" and reading.family in _ONE_VALUE:
         subject = FAMILY_PREFIX[reading.family]
     return [ForgetRequest(query=query, subject=subject)]
+
+
+def _topic_first(sentence: str) -> re.Match[str] | None:
+    """Return the match of a request said topic first ("my old job, delete it"), or None."""
+    s = POLITE_END.sub("", sentence.strip().rstrip("。.!！?？~～")) or sentence
+    return (_TOPIC_FIRST_ZH if has_cjk(s) else _TOPIC_FIRST_EN).match(s.strip())
 
 
 def _named_first(sentence: str) -> str:

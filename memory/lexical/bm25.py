@@ -47,7 +47,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from memory.text.language import HAN
+from memory.text.language import HAN, SPELLING
 
 __all__ = [
     "BM25_B",
@@ -77,6 +77,11 @@ STOP_WORDS = frozenset(
     lol lmao haha hahaha omg btw pls plz tbh idk imo ok okay yeah yep ugh hmm um uh oh hey
     """.split()  # noqa: SIM905
 )
+# Their spellings in chat and in Scots ("u", "abt", "tae", "aff", "dinnae"): "any brunch spots
+# near me for my day aff" matched "teachin myself the fiddle aff youtube" on "aff" alone.
+STOP_WORDS |= {
+    w for w, said in SPELLING.items() if set(re.findall(r"[a-z]+", said.lower())) <= STOP_WORDS
+}
 
 # Chinese function characters that are dropped as unigrams (they still appear in bigrams).
 ZH_STOP_CHARS = frozenset(

@@ -42,7 +42,7 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "sister": (("sister", "sis"), ()),
     "younger sister": ((), ("妹妹", "小妹", "老妹", "妹")),
     "older sister": ((), ("姐姐", "大姐", "姐")),
-    "brother": (("brother", "bro"), ()),
+    "brother": (("brother", "bro", "kuya"), ()),
     "younger brother": ((), ("弟弟", "小弟", "弟")),
     "older brother": ((), ("哥哥", "大哥", "哥")),
     "sibling": (("sibling",), ("兄弟姐妹",)),
@@ -65,19 +65,25 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "boyfriend": (("boyfriend", "bf"), ("男朋友", "男友")),
     "fiance": (("fiance", "fiancé", "fiancee", "fiancée"), ("未婚夫", "未婚妻")),
     "son": (("son",), ("儿子", "个仔", "幺儿")),
-    "daughter": (("daughter",), ("女儿", "闺女", "个女", "幺女")),
+    "daughter": (("daughter",), ("女儿", "闺女", "个女", "幺女", "囡囡")),
     "children": (("kid", "child", "children"), ("孩子",)),
     "grandson": (("grandson",), ("孙子", "外孙")),
     "granddaughter": (("granddaughter",), ("孙女", "外孙女")),
     "grandchild": (("grandchild", "grandchildren", "grandkid"), ("孙辈",)),
-    "grandmother": (("grandmother", "grandma", "granny", "gran", "nana"), ("奶奶", "外婆", "姥姥")),
-    "grandfather": (("grandfather", "grandpa", "grandad", "granddad"), ("爷爷", "外公", "姥爷")),
+    "grandmother": (
+        ("grandmother", "grandma", "granny", "gran", "nana", "lola", "abuela", "nonna"),
+        ("奶奶", "外婆", "姥姥"),
+    ),
+    "grandfather": (
+        ("grandfather", "grandpa", "grandad", "granddad", "lolo", "abuelo", "nonno"),
+        ("爷爷", "外公", "姥爷"),
+    ),
     "mother-in-law": (("mother-in-law",), ("婆婆", "岳母", "丈母娘")),
     "father-in-law": (("father-in-law",), ("公公", "岳父", "老丈人")),
     "sister-in-law": (("sister-in-law",), ("嫂子", "弟媳", "小姑子", "小姨子")),
     "brother-in-law": (("brother-in-law",), ("姐夫", "妹夫", "小舅子", "大舅哥")),
-    "aunt": (("aunt", "auntie"), ("阿姨", "姑姑", "姨妈", "舅妈")),
-    "uncle": (("uncle",), ("叔叔", "舅舅", "伯伯")),
+    "aunt": (("aunt", "auntie", "tita"), ("阿姨", "姑姑", "姨妈", "舅妈")),
+    "uncle": (("uncle", "tito"), ("叔叔", "舅舅", "伯伯")),
     "cousin": (("cousin",), ("表哥", "表姐", "表弟", "表妹", "堂哥", "堂姐", "堂弟", "堂妹")),
     "niece": (("niece",), ("侄女", "外甥女")),
     "nephew": (("nephew",), ("侄子", "外甥")),
@@ -89,7 +95,8 @@ RELATIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "dog": (("dog", "puppy"), ("狗", "狗狗", "小狗")),
     "cat": (("cat", "kitten"), ("猫", "猫咪", "小猫")),
 }
-"""Each relation: its key, its English words (singular) and its Chinese words, the one a
+"""Each relation: its key, its English words (singular, with the words for kin that heritage
+speakers use in English: "my lola", "my abuelo", "my tita") and its Chinese words, the one a
 subject is filed under first (`relation_in`). Words of one relation are synonyms: "my mom"
 and "my mother" are one person, filed under one subject."""
 
@@ -128,8 +135,14 @@ _ZH_LONG = "|".join(
 _ZH_SHORT = "".join(w for w in relation_words(True) if len(w) == 1)
 # One character (我姐, 他妈) is a relative after a pronoun or 的, or with no Han before it; after
 # a surname it is how a colleague is called (王姐, 李哥), not a sister or brother.
+_HERITAGE = frozenset(
+    {"lola", "lolo", "abuela", "abuelo", "nonna", "nonno", "tita", "tito", "kuya"}
+)
+"""Words for kin that heritage speakers use in English ("my lola", "my abuelo"): each is a
+name too ("Lola", "Tito"), so a text names the relative only in lower case."""
+_EN_KIN = "|".join(re.escape(w) for w in relation_words(False) if w not in _HERITAGE)
 _RELATION = re.compile(
-    rf"(?i)\b({'|'.join(re.escape(w) for w in relation_words(False))})(?:'?s)?\b"
+    rf"\b((?i:{_EN_KIN})|{'|'.join(sorted(_HERITAGE, key=len, reverse=True))})(?:'?s)?\b"
     rf"|({_ZH_LONG}|(?:(?<=[我俺咱你他她的])|(?<![{HAN}]))(?:{'|'.join(_AFTER_ONE)}|[{_ZH_SHORT}]))"
 )
 

@@ -59,11 +59,25 @@ def _to_simplified() -> Any:
     return OpenCC("t2s")
 
 
-_DIALECT = str.maketrans({"嫑": "别", "覅": "别", "咥": "吃"})
+_DIALECT = str.maketrans({"嫑": "别", "覅": "别", "咥": "吃", "勿": "不", "侪": "都", "侬": "你"})
 """Dialect characters read as the one character of standard writing that says the same: 嫑
-(Shaanxi, Gansu) and 覅 (Wu) fuse 不要 / 勿要 into one, read as 别; 咥 is "eat" in Shaanxi.
-No corpus line has any: unread, "嫑记着了" took 嫑 for the topic of a forget request, and a
-meal asked with 咥 was about nothing."""
+(Shaanxi, Gansu) and 覅 (Wu) fuse 不要 / 勿要 into one, read as 别; 咥 is "eat" in Shaanxi;
+勿, 侪 and 侬 are Wu's 不, 都 and 你. No corpus line has any: unread, "嫑记着了" took 嫑 for
+the topic of a forget request, and a meal asked with 咥 was about nothing."""
+_WU = {
+    "阿拉": "我们",
+    "今朝": "今天",
+    "事体": "事情",
+    "欢喜": "喜欢",
+    "辰光": "时候",
+    "交关": "非常",
+}
+_WU_WORD = re.compile(
+    r"阿拉(?![伯斯丁木善尔])|今朝|事体|欢喜|辰光|交关|(?<![步砍征讨采杀])伐(?=[？?]|$)"
+)
+"""Wu (Shanghai) words read as the standard words of as many characters: "阿拉囡囡的事体侬
+也勿要记了" is "我们囡囡的事情你也不要记了" (阿拉伯, 阿拉斯加 keep theirs); 伐 ending a
+question is 吗 (步伐, 砍伐 keep theirs)."""
 
 
 _I_IN_DIALECT = re.compile(
@@ -86,7 +100,8 @@ def simplified(text: str) -> str:
     """
     if not has_han(text):
         return text
-    read = _I_IN_DIALECT.sub("我", str(_to_simplified().convert(text)).translate(_DIALECT))
+    read = str(_to_simplified().convert(text)).translate(_DIALECT)
+    read = _I_IN_DIALECT.sub("我", _WU_WORD.sub(lambda m: _WU.get(m[0], "吗"), read))
     if len(read) != len(text):
         return read
     # Cantonese characters typed in simplified writing (嗰, 餸) have rare variants outside
@@ -106,6 +121,22 @@ _SCOTS = {
     "whit": "what", "naw": "no", "bairn": "child", "bairns": "children", "weans": "children",
     "gonnae": "going to", "wannae": "want to", "tatties": "potatoes",
 }  # fmt: skip
+_CHAT = {
+    "u": "you", "ur": "your", "abt": "about", "bc": "because", "cuz": "because",
+    "coz": "because", "bday": "birthday", "thx": "thanks", "smth": "something",
+    "sth": "something", "idk": "I don't know", "tmr": "tomorrow", "b4": "before",
+    "ppl": "people", "didnt": "didn't", "wasnt": "wasn't", "couldnt": "couldn't",
+    "wouldnt": "wouldn't", "shouldnt": "shouldn't", "thats": "that's",
+}  # fmt: skip
+"""Chat shorthand read in full words ("can u not remember the stuff abt my grandma?" was no
+request; "can you not remember the stuff about my grandma?" is one): a closed list, of the
+forms the corpus has not (or once or twice). Those it has ("pls", "im", "dont", "rn") are
+read as typed: spelled out, "pls don't let me forget it" read as a forget request."""
+SPELLING = {**_CHAT, **_SCOTS}
+"""Each word of chat shorthand or Scots (`_CHAT`, `_SCOTS`) and the standard words it is read as."""
+_SPELLED = re.compile(
+    r"(?i)\b(" + "|".join(sorted(SPELLING, key=len, reverse=True)) + r")\b(?![-.]\w|['’][a-rt-z])"
+)
 _SCOTS_WORD = re.compile(r"(?i)\b(" + "|".join(sorted(_SCOTS, key=len, reverse=True)) + r")\b(?!-)")
 _KIN_IN_SCOTS = re.compile(r"(?i)\b(the|my|our|your|his|her|their|wee) (wean|da|maw)\b")
 _KIN = {"wean": "child", "da": "dad", "maw": "mum"}
@@ -125,13 +156,13 @@ text with a sure Scots word: elsewhere they are "Ma and Pa" and "an" of "an hour
 def read_form(text: str) -> str:
     """Return a text as the understanding model and the request patterns read it.
 
-    Chinese in simplified characters (`simplified`), English dialect spelling in standard
-    words (`_SCOTS`). Unlike `simplified`, it may change a text's length: a value is never
-    copied from what it returns.
+    Chinese in simplified characters (`simplified`), English chat shorthand and dialect
+    spelling in standard words (`_CHAT`, `_SCOTS`). Unlike `simplified`, it may change a
+    text's length: a value is never copied from what it returns.
     """
     if has_han(text):
         return simplified(text)
-    if not _SCOTS_WORD.search(text) and not _KIN_IN_SCOTS.search(text):
+    if not _SPELLED.search(text) and not _KIN_IN_SCOTS.search(text):
         return text
     text = _KIN_IN_SCOTS.sub(lambda m: f"{m[1]} {_KIN[m[2].lower()]}", text)
     if _SCOTS_WORD.search(text):
@@ -139,7 +170,7 @@ def read_form(text: str) -> str:
         text = _MY_AND.sub(
             lambda m: _in_case_of(m[0], "my" if m[0].lower() == "ma" else "and"), text
         )
-    return _SCOTS_WORD.sub(lambda m: _in_case_of(m[1], _SCOTS[m[1].lower()]), text)
+    return _SPELLED.sub(lambda m: _in_case_of(m[1], SPELLING[m[1].lower()]), text)
 
 
 def _in_case_of(word: str, standard: str) -> str:

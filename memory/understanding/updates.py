@@ -25,7 +25,7 @@ from memory.lexical.bm25 import ZH_STOP_CHARS, tokenize
 from memory.recall.aliases import aliases_in, relation_in, relations_in
 from memory.store.records import TURN_SUBJECT
 from memory.text.language import has_han
-from memory.understanding import FAMILY_PREFIX, read_utterance
+from memory.understanding import FAMILY_PREFIX, read_utterance, slot_of
 from memory.understanding.topics import family_of, pick, similarities
 
 UPDATE_FLOOR = 0.26
@@ -202,6 +202,12 @@ def changed_record(
     # Every record is weighed once: the pool's are read from it, and so is the fallback below.
     everything = update_similarities(sentence, [content for _, content in records])
     near = everything[pool]
+    if family in FAMILY_PREFIX and all(family_of(s) not in (family, None) for s, _ in records):
+        # Of none of the family read, a one-value slot of another (home, employer) changes
+        # only as plainly as below: "我退休前在纺织局做会计…现在小区里的账目还是我帮忙看看"
+        # (work) ended the user's home at 0.28.
+        plain = [slot_of(records[i][0]) is None or everything[i] >= SAME_THING for i in pool]
+        near = np.where(plain, near, -1.0)
     at = pick(near, floor, margin)
     if at is None:
         at = _by_a_term(

@@ -169,3 +169,16 @@ async def test_a_conversation_played_on_its_own_day_is_judged_on_that_day(index)
     assert any("MOT" in r["content"] for r in out["recalled"])
     # By the clock the day is long gone: a search without a time of its own leaves it out.
     assert not any("MOT" in r.record.content for r in svc.search("june", "car MOT"))
+
+
+def test_news_of_a_day_ahead_moves_no_event_that_has_happened() -> None:
+    # With only a past event listed, a dentist appointment next week (news at 0.22) moved the
+    # trip to the shop three days ago onto its day; it depended on the day the test ran.
+    now = datetime(2026, 12, 8, 9, tzinfo=UTC)
+    shop = ("r1", "event.我去了超市", "大前天我去了超市（2026-12-05）")
+    got = extract_rules("Next Friday I have a dentist appointment.", now, [shop]).memories
+    assert [m.updates for m in got if m.kind == "event"] == [None]
+    # An event still ahead moves, as before.
+    review = ("r2", "event.review", "User has a design review on Wednesday (2026-12-09).")
+    moved = extract_rules("the design review got pushed to Friday", now, [review]).memories
+    assert [m.updates for m in moved if m.kind == "event"] == ["r2"]
