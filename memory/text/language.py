@@ -95,7 +95,8 @@ def simplified(text: str) -> str:
 
     Users in Taiwan and Hong Kong write traditional characters ("別記了", "我對芒果過敏"),
     which the understanding model and the request patterns, written in simplified ones, do
-    not read; dialect characters are read as their standard ones (`_DIALECT`, `_I_IN_DIALECT`).
+    not read; dialect characters and Wu words are read as their standard ones (`_DIALECT`,
+    `_WU_WORD`, `_I_IN_DIALECT`), as many characters for as many.
     What is kept stays in the user's own characters; only how it is read changes.
     """
     if not has_han(text):
